@@ -1,0 +1,178 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { migrateToLatest, openDatabase, type Db } from './db/database.js';
+import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
+import { ServiceError, ValidationError } from './domain/errors.js';
+import { addUser, createOrg, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
+import { startServer } from './server.js';
+
+const USAGE = `orgdata — operator commands (every command takes --json)
+
+  orgdata serve                      run the server (applies pending migrations first)
+  orgdata migrate                    apply migrations and exit
+  orgdata org create --name NAME --admin-email EMAIL --admin-password PW
+  orgdata users add --org ORG_ID --email EMAIL --password PW --role admin|member
+  orgdata users set-role --org ORG_ID --email EMAIL --role admin|member
+  orgdata keys create --org ORG_ID --admin-email EMAIL --name NAME --scopes a,b [--expires-days N | --never]
+  orgdata keys list --org ORG_ID
+  orgdata keys revoke --org ORG_ID KEY_ID
+
+Configuration comes from the environment (see README): DATA_DIR, DATABASE_URL, SECRET_KEY, …`;
+
+class UsageError extends Error {}
+
+type Options = Record<string, string | boolean | undefined>;
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`missing --${name}`);
+  return value;
+}
+
+async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T> {
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    await migrateToLatest(db);
+    return await run(db);
+  } finally {
+    await db.close();
+  }
+}
+
+async function run(argv: string[]): Promise<{ json: unknown; text: string } | null> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      name: { type: 'string' },
+      'admin-email': { type: 'string' },
+      'admin-password': { type: 'string' },
+      org: { type: 'string' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+      role: { type: 'string' },
+      scopes: { type: 'string' },
+      'expires-days': { type: 'string' },
+      never: { type: 'boolean' },
+    },
+  });
+  const [group, action, ...rest] = positionals;
+  if (values.help || !group) return { json: { usage: USAGE }, text: USAGE };
+  const config = loadConfig();
+  const command = action && group !== 'serve' && group !== 'migrate' ? `${group} ${action}` : group;
+
+  switch (command) {
+    case 'serve': {
+      const server = await startServer(config);
+      const stop = () => {
+        server.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      if (values.json) process.stdout.write(JSON.stringify({ url: server.url }) + '\n');
+      return null;
+    }
+    case 'migrate': {
+      const applied = await withDb(config, async (db) => migrateToLatest(db));
+      return { json: { applied }, text: applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date' };
+    }
+    case 'org create': {
+      const result = await withDb(config, (db) =>
+        createOrg(db.kysely, { name: required(values, 'name'), adminEmail: required(values, 'admin-email'), adminPassword: required(values, 'admin-password') }),
+      );
+      return { json: result, text: `created organisation ${result.org.id} (${result.org.name}) with admin ${result.user.email} (${result.user.id})` };
+    }
+    case 'users add': {
+      const user = await withDb(config, (db) =>
+        addUser(db.kysely, { orgId: required(values, 'org'), email: required(values, 'email'), password: required(values, 'password'), role: required(values, 'role') }),
+      );
+      const note = user.created ? '' : ' (existing user: their password is unchanged)';
+      return { json: user, text: `added ${user.email} (${user.id}) as ${user.role}${note}` };
+    }
+    case 'users set-role': {
+      const user = await withDb(config, (db) => setRole(db.kysely, { orgId: required(values, 'org'), email: required(values, 'email'), role: required(values, 'role') }));
+      const note = user.revoked_keys ? `; revoked ${user.revoked_keys} API key(s) they created` : '';
+      return { json: user, text: `${user.email} is now ${user.role}${note}` };
+    }
+    case 'keys create': {
+      const orgId = required(values, 'org');
+      if (values.never && values['expires-days'] !== undefined) throw new UsageError('give --expires-days or --never, not both');
+      let expiresInDays: number | null = values.never ? null : DEFAULT_EXPIRY_DAYS;
+      if (values['expires-days'] !== undefined) {
+        if (!/^\d+$/.test(values['expires-days'])) throw ValidationError.field('expires_days', 'must be a whole number of days');
+        expiresInDays = Number(values['expires-days']);
+      }
+      const key = await withDb(config, async (db) => {
+        const userId = await memberIdByEmail(db.kysely, orgId, required(values, 'admin-email'));
+        return createApiKey({ db: db.kysely, orgId, userId, now: new Date() }, config.secretKey, {
+          name: required(values, 'name'),
+          scopes: required(values, 'scopes').split(',').map((s) => s.trim()).filter(Boolean),
+          expiresInDays,
+        });
+      });
+      const json = { id: key.id, key: key.key, name: key.name, scopes: key.scopes, last4: key.last4, expires_at: key.expires_at };
+      return { json, text: `${key.key}\n\nThis is the only time the key is shown. id ${key.id}, scopes ${key.scopes.join(',')}, expires ${key.expires_at ?? 'never'}.` };
+    }
+    case 'keys list': {
+      const orgId = required(values, 'org');
+      const keys = await withDb(config, async (db) => {
+        const admin = await db.kysely.selectFrom('memberships').select('user_id').where('org_id', '=', orgId).where('role', '=', 'admin').executeTakeFirst();
+        if (!admin) throw ValidationError.field('org', `no organisation ${orgId} with an admin`);
+        return listApiKeys({ db: db.kysely, orgId, userId: admin.user_id, now: new Date() });
+      });
+      const text = keys
+        .map((k) => `${k.id}  …${k.last4}  ${k.name}  [${k.scopes.join(',')}]  expires ${k.expires_at ?? 'never'}  ${k.revoked_at ? `revoked ${k.revoked_at} (${k.revoked_reason})` : 'active'}  last used ${k.last_used_at ?? 'never'}${k.last_used_origin ? ` from ${k.last_used_origin}` : ''}`)
+        .join('\n');
+      return { json: keys, text: text || 'no keys' };
+    }
+    case 'keys revoke': {
+      const orgId = required(values, 'org');
+      const keyId = rest[0];
+      if (!keyId) throw new UsageError('missing KEY_ID');
+      const key = await withDb(config, async (db) => {
+        const admin = await db.kysely.selectFrom('memberships').select('user_id').where('org_id', '=', orgId).where('role', '=', 'admin').executeTakeFirst();
+        if (!admin) throw ValidationError.field('org', `no organisation ${orgId} with an admin`);
+        return revokeApiKey({ db: db.kysely, orgId, userId: admin.user_id, now: new Date() }, keyId);
+      });
+      return { json: key, text: `revoked ${key.id} (${key.name}) at ${key.revoked_at}` };
+    }
+    default:
+      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+  }
+}
+
+const argv = process.argv.slice(2);
+const asJson = argv.includes('--json');
+run(argv).then(
+  (result) => {
+    if (result) process.stdout.write((asJson ? JSON.stringify(result.json, null, 2) : result.text) + '\n');
+  },
+  (error: unknown) => {
+    let message: string;
+    let code = 1;
+    if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+      message = `${error.message}\n\n${USAGE}`;
+      code = 2;
+    } else if (error instanceof ConfigError) {
+      message = `configuration error: ${error.message}`;
+    } else if (error instanceof ValidationError) {
+      message = error.errors.map((e) => `${e.field}: ${e.message}`).join('\n');
+    } else if (error instanceof ServiceError) {
+      message = error.message;
+    } else {
+      message = error instanceof Error ? error.message : String(error);
+    }
+    if (asJson) {
+      process.stdout.write(JSON.stringify({ error: { code: error instanceof ServiceError ? error.code : 'error', message } }) + '\n');
+    } else {
+      process.stderr.write(`orgdata: ${message}\n`);
+    }
+    process.exit(code);
+  },
+);

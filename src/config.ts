@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** Every setting the service reads, validated once at boot. Nothing else reads process.env. */
+export interface Config {
+  port: number;
+  host: string;
+  publicUrl: string;
+  docsUrl: string;
+  dataDir: string;
+  databaseUrl: string | null;
+  redisUrl: string | null;
+  secretKey: string;
+  rateLimitBurst: number;
+  rateLimitPerSecond: number;
+  dailyQuota: number;
+  maxJsonBytes: number;
+  maxFileBytes: number;
+  uploadUrlTtlSeconds: number;
+  downloadUrlTtlSeconds: number;
+  trustProxy: boolean | string;
+  tlsCertFile: string | null;
+  tlsKeyFile: string | null;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function positiveNumber(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw.trim());
+  if (!Number.isFinite(value) || value <= 0) throw new ConfigError(name, `must be a positive number, got "${raw}"`);
+  return value;
+}
+
+function url(env: Env, name: string, fallback: string, protocols: string[]): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function optionalFile(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  if (!existsSync(raw)) throw new ConfigError(name, `file "${raw}" does not exist`);
+  return raw;
+}
+
+function trustProxy(env: Env): boolean | string {
+  const raw = env.TRUST_PROXY;
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  // A comma-separated list of addresses or CIDR ranges, handed to Fastify as is.
+  if (!/^[0-9a-fA-F:.,/\s]+$/.test(raw)) {
+    throw new ConfigError('TRUST_PROXY', `must be true, false or a list of addresses/CIDRs, got "${raw}"`);
+  }
+  return raw;
+}
+
+/** SECRET_KEY signs cursors, upload links and keys' hashes; generated once into DATA_DIR when unset. */
+function secretKey(env: Env, dataDir: string): string {
+  const raw = env.SECRET_KEY;
+  if (raw !== undefined && raw !== '') {
+    if (raw.length < 32) throw new ConfigError('SECRET_KEY', 'must be at least 32 characters long');
+    return raw;
+  }
+  const file = path.join(dataDir, 'secret.key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const generated = randomBytes(32).toString('base64url');
+  writeFileSync(file, generated + '\n', { mode: 0o600, flag: 'wx' });
+  return generated;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const publicUrl = url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']);
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const databaseUrl = env.DATABASE_URL ? url(env, 'DATABASE_URL', '', ['postgres:', 'postgresql:']) : null;
+  const tlsCertFile = optionalFile(env, 'TLS_CERT_FILE');
+  const tlsKeyFile = optionalFile(env, 'TLS_KEY_FILE');
+  if ((tlsCertFile === null) !== (tlsKeyFile === null)) {
+    throw new ConfigError(tlsCertFile ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE go together');
+  }
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+  return {
+    port,
+    host: env.HOST || '127.0.0.1',
+    publicUrl,
+    docsUrl: url(env, 'DOCS_URL', `${publicUrl}/docs`, ['http:', 'https:']),
+    dataDir,
+    databaseUrl,
+    redisUrl: env.REDIS_URL ? url(env, 'REDIS_URL', '', ['redis:', 'rediss:']) : null,
+    secretKey: secretKey(env, dataDir),
+    rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 60, 1),
+    rateLimitPerSecond: positiveNumber(env, 'RATE_LIMIT_PER_SECOND', 5),
+    dailyQuota: int(env, 'DAILY_QUOTA', 10_000, 1),
+    maxJsonBytes: int(env, 'MAX_JSON_BYTES', 1024 * 1024, 1024),
+    maxFileBytes: int(env, 'MAX_FILE_BYTES', 100 * 1024 * 1024, 1),
+    uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 1),
+    downloadUrlTtlSeconds: int(env, 'DOWNLOAD_URL_TTL_SECONDS', 300, 1),
+    trustProxy: trustProxy(env),
+    tlsCertFile,
+    tlsKeyFile,
+    logLevel,
+  };
+}

@@ -1,0 +1,83 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import pg from 'pg';
+import * as core from './migrations/001_core.js';
+import type { Database } from './schema.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Db {
+  kysely: Kysely<Database>;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** A postgres:// URL, or null for the embedded SQLite database. */
+  databaseUrl: string | null;
+  /** Where the SQLite file lives (`DATA_DIR`); ':memory:' is accepted for tests. */
+  dataDir: string;
+  /** PostgreSQL only: the schema to work in (tests give each run its own). */
+  pgSchema?: string;
+}
+
+export function openDatabase(options: DatabaseOptions): Db {
+  if (options.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: 10,
+      ...(options.pgSchema ? { options: `-c search_path=${options.pgSchema}` } : {}),
+    });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    pool.on('error', () => {});
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
+  }
+  let file = ':memory:';
+  if (options.dataDir !== ':memory:') {
+    mkdirSync(options.dataDir, { recursive: true });
+    file = path.join(options.dataDir, 'orgdata.sqlite');
+  }
+  const sqlite = new SQLite(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('synchronous = NORMAL');
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+}
+
+const migrations: Record<string, Migration> = {
+  '001_core': core,
+};
+
+const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };
+
+export function migrator(db: Db): Migrator {
+  return new Migrator({ db: db.kysely, provider });
+}
+
+/** Applies every pending migration; throws with the failing migration's name on error. */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const { error, results } = await migrator(db).migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Whether every known migration has been applied (for /readyz). */
+export async function migrationsApplied(db: Db): Promise<boolean> {
+  const list = await migrator(db).getMigrations();
+  return list.every((m) => m.executedAt !== undefined);
+}
+
+/** Unique or primary-key violation, on either database. */
+export function isUniqueViolation(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

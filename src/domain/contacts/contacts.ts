@@ -1,0 +1,202 @@
+import type { Kysely } from 'kysely';
+import { isUniqueViolation } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
+import type { Ctx } from '../context.js';
+import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
+import { newId, nowIso } from '../ids.js';
+import { requireScope } from '../scopes.js';
+import { checkEmail, checkText, LIMITS } from '../validation.js';
+import { CONTACT_COLUMNS, toContactViews, type ContactView } from './view.js';
+
+export const SOURCE_TYPES = ['manual', 'import'] as const;
+export type SourceType = (typeof SOURCE_TYPES)[number];
+export const MAX_LABELS_PER_REQUEST = 100;
+
+export interface ContactInput {
+  first_name: string;
+  last_name?: string;
+  email: string;
+  phone?: string | null;
+  address?: string | null;
+  notes?: string | null;
+  label_ids?: string[];
+}
+
+export type ContactPatch = Partial<ContactInput>;
+
+/** Checks every field given, collecting all problems so a client can fix them in one go. */
+function checkFields(input: ContactPatch): void {
+  const errors: FieldError[] = [];
+  if (input.first_name !== undefined) checkText('first_name', input.first_name, errors, { max: LIMITS.name, required: true });
+  if (input.last_name !== undefined) checkText('last_name', input.last_name, errors, { max: LIMITS.name });
+  if (input.email !== undefined) checkEmail('email', input.email, errors);
+  if (input.phone != null) checkText('phone', input.phone, errors, { max: LIMITS.phone });
+  if (input.address != null) checkText('address', input.address, errors, { max: LIMITS.address, multiline: true });
+  if (input.notes != null) checkText('notes', input.notes, errors, { max: LIMITS.notes, multiline: true });
+  if (input.label_ids !== undefined && input.label_ids.length > MAX_LABELS_PER_REQUEST) {
+    errors.push({ field: 'label_ids', message: `at most ${MAX_LABELS_PER_REQUEST} labels` });
+  }
+  if (errors.length > 0) throw new ValidationError(errors);
+}
+
+/** Every label id must be one of this organisation's labels; returns them without repeats. */
+async function checkLabelIds(db: Kysely<Database>, orgId: string, labelIds: string[]): Promise<string[]> {
+  const unique = [...new Set(labelIds)];
+  if (unique.length === 0) return unique;
+  const found = await db.selectFrom('labels').select('id').where('org_id', '=', orgId).where('id', 'in', unique).execute();
+  const known = new Set(found.map((r) => r.id));
+  const errors = labelIds.flatMap((id, i) =>
+    known.has(id) ? [] : [{ field: `label_ids[${i}]`, message: `no label ${id} in this organisation` }],
+  );
+  if (errors.length > 0) throw new ValidationError(errors);
+  return unique;
+}
+
+async function contactExists(db: Kysely<Database>, orgId: string, email: string): Promise<never> {
+  const existing = await db
+    .selectFrom('contacts')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('email_lower', '=', email.toLowerCase())
+    .executeTakeFirst();
+  throw new ConflictError('contact_exists', `A contact with the email ${email} already exists in this organisation.`, {
+    existing_id: existing?.id ?? null,
+  });
+}
+
+async function replaceLabels(db: Kysely<Database>, orgId: string, contactId: string, labelIds: string[], at: string) {
+  await db.deleteFrom('contact_labels').where('contact_id', '=', contactId).execute();
+  if (labelIds.length > 0) {
+    await db
+      .insertInto('contact_labels')
+      .values(labelIds.map((label_id) => ({ org_id: orgId, contact_id: contactId, label_id, created_at: at })))
+      .execute();
+  }
+}
+
+export async function createContact(ctx: Ctx, input: ContactInput, sourceType: SourceType = 'manual'): Promise<ContactView> {
+  requireScope(ctx.actor, 'contacts:write');
+  checkFields(input);
+  const at = nowIso(ctx.now);
+  const row = {
+    id: newId('con'),
+    org_id: ctx.orgId,
+    first_name: input.first_name.trim(),
+    last_name: (input.last_name ?? '').trim(),
+    email: input.email,
+    email_lower: input.email.toLowerCase(),
+    phone: input.phone ?? null,
+    address: input.address ?? null,
+    notes: input.notes ?? null,
+    source_type: sourceType,
+    created_at: at,
+    updated_at: at,
+  };
+  try {
+    await ctx.db.transaction().execute(async (trx) => {
+      const labelIds = await checkLabelIds(trx, ctx.orgId, input.label_ids ?? []);
+      await trx.insertInto('contacts').values(row).execute();
+      await replaceLabels(trx, ctx.orgId, row.id, labelIds, at);
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) return contactExists(ctx.db, ctx.orgId, input.email);
+    throw error;
+  }
+  return getContact(ctx, row.id);
+}
+
+export async function getContact(ctx: Ctx, id: string): Promise<ContactView> {
+  requireScope(ctx.actor, 'contacts:read');
+  const row = await ctx.db
+    .selectFrom('contacts')
+    .select(CONTACT_COLUMNS)
+    .where('contacts.org_id', '=', ctx.orgId)
+    .where('contacts.id', '=', id)
+    .executeTakeFirst();
+  if (!row) throw new NotFoundError(`No contact ${id}.`);
+  const [view] = await toContactViews(ctx.db, ctx.orgId, [row]);
+  return view!;
+}
+
+export async function updateContact(ctx: Ctx, id: string, patch: ContactPatch): Promise<ContactView> {
+  requireScope(ctx.actor, 'contacts:write');
+  checkFields(patch);
+  const at = nowIso(ctx.now);
+  const { label_ids: labelIds, ...fields } = patch;
+  const set = {
+    ...fields,
+    ...(fields.first_name !== undefined ? { first_name: fields.first_name.trim() } : {}),
+    ...(fields.last_name !== undefined ? { last_name: fields.last_name.trim() } : {}),
+    ...(fields.email !== undefined ? { email_lower: fields.email.toLowerCase() } : {}),
+    updated_at: at,
+  };
+  try {
+    await ctx.db.transaction().execute(async (trx) => {
+      const result = await trx.updateTable('contacts').set(set).where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) throw new NotFoundError(`No contact ${id}.`);
+      if (labelIds !== undefined) {
+        await replaceLabels(trx, ctx.orgId, id, await checkLabelIds(trx, ctx.orgId, labelIds), at);
+      }
+    });
+  } catch (error) {
+    if (isUniqueViolation(error) && patch.email !== undefined) return contactExists(ctx.db, ctx.orgId, patch.email);
+    throw error;
+  }
+  return getContact(ctx, id);
+}
+
+/** Deletes a contact; foreign keys remove its label links and group memberships with it. */
+export async function deleteContact(ctx: Ctx, id: string): Promise<{ object: 'contact'; id: string; deleted: true }> {
+  requireScope(ctx.actor, 'contacts:write');
+  const result = await ctx.db.deleteFrom('contacts').where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
+  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`No contact ${id}.`);
+  return { object: 'contact', id, deleted: true };
+}
+
+async function requireLabel(db: Kysely<Database>, orgId: string, labelId: string): Promise<void> {
+  const label = await db.selectFrom('labels').select('id').where('org_id', '=', orgId).where('id', '=', labelId).executeTakeFirst();
+  if (!label) throw new NotFoundError(`No label ${labelId}.`);
+}
+
+async function requireContact(db: Kysely<Database>, orgId: string, contactId: string): Promise<void> {
+  const contact = await db.selectFrom('contacts').select('id').where('org_id', '=', orgId).where('id', '=', contactId).executeTakeFirst();
+  if (!contact) throw new NotFoundError(`No contact ${contactId}.`);
+}
+
+/** Attaches a label (a no-op when it is already attached) and returns the contact. */
+export async function attachLabel(ctx: Ctx, contactId: string, labelId: string): Promise<ContactView> {
+  requireScope(ctx.actor, 'contacts:write');
+  const at = nowIso(ctx.now);
+  await ctx.db.transaction().execute(async (trx) => {
+    await requireContact(trx, ctx.orgId, contactId);
+    await requireLabel(trx, ctx.orgId, labelId);
+    const inserted = await trx
+      .insertInto('contact_labels')
+      .values({ org_id: ctx.orgId, contact_id: contactId, label_id: labelId, created_at: at })
+      .onConflict((oc) => oc.columns(['contact_id', 'label_id']).doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) {
+      await trx.updateTable('contacts').set({ updated_at: at }).where('id', '=', contactId).execute();
+    }
+  });
+  return getContact(ctx, contactId);
+}
+
+/** Detaches a label (a no-op when it is not attached) and returns the contact. */
+export async function detachLabel(ctx: Ctx, contactId: string, labelId: string): Promise<ContactView> {
+  requireScope(ctx.actor, 'contacts:write');
+  const at = nowIso(ctx.now);
+  await ctx.db.transaction().execute(async (trx) => {
+    await requireContact(trx, ctx.orgId, contactId);
+    await requireLabel(trx, ctx.orgId, labelId);
+    const removed = await trx
+      .deleteFrom('contact_labels')
+      .where('contact_id', '=', contactId)
+      .where('label_id', '=', labelId)
+      .executeTakeFirst();
+    if (Number(removed.numDeletedRows) > 0) {
+      await trx.updateTable('contacts').set({ updated_at: at }).where('id', '=', contactId).execute();
+    }
+  });
+  return getContact(ctx, contactId);
+}

@@ -1,0 +1,32 @@
+import type { Ctx } from '../context.js';
+import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { requireScope } from '../scopes.js';
+import { CONTACT_COLUMNS, toContactViews, type ContactView } from './view.js';
+
+export interface ContactFilters {
+  /** Exact match, case-insensitive. */
+  email?: string;
+  labelId?: string;
+}
+
+export async function listContacts(ctx: Ctx, page: PageRequest, filters: ContactFilters = {}): Promise<Page<ContactView>> {
+  requireScope(ctx.actor, 'contacts:read');
+  let query = ctx.db.selectFrom('contacts').select(CONTACT_COLUMNS).where('contacts.org_id', '=', ctx.orgId);
+  if (filters.email !== undefined) query = query.where('contacts.email_lower', '=', filters.email.toLowerCase());
+  if (filters.labelId !== undefined) {
+    const labelId = filters.labelId;
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('contact_labels')
+          .select('contact_labels.contact_id')
+          .whereRef('contact_labels.contact_id', '=', 'contacts.id')
+          .where('contact_labels.label_id', '=', labelId),
+      ),
+    );
+  }
+  if (page.after) query = query.where(afterPosition('contacts', page.after));
+  const rows = await query.orderBy('contacts.created_at').orderBy('contacts.id').limit(page.limit + 1).execute();
+  const { items, hasMore } = toPage(rows, page.limit);
+  return { items: await toContactViews(ctx.db, ctx.orgId, items), hasMore };
+}

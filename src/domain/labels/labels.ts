@@ -1,0 +1,105 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, LabelsTable } from '../../db/schema.js';
+import { isUniqueViolation } from '../../db/database.js';
+import type { Ctx } from '../context.js';
+import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
+import { newId, nowIso } from '../ids.js';
+import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { requireScope } from '../scopes.js';
+import { checkText, LIMITS } from '../validation.js';
+
+export interface LabelView {
+  object: 'label';
+  id: string;
+  name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toLabelView(row: Pick<Selectable<LabelsTable>, 'id' | 'name' | 'created_at' | 'updated_at'>): LabelView {
+  return { object: 'label', id: row.id, name: row.name, created_at: row.created_at, updated_at: row.updated_at };
+}
+
+function checkName(name: string): string {
+  const errors: FieldError[] = [];
+  checkText('name', name, errors, { max: LIMITS.labelName, required: true });
+  if (errors.length > 0) throw new ValidationError(errors);
+  return name.trim();
+}
+
+async function labelExists(db: Kysely<Database>, orgId: string, name: string): Promise<never> {
+  const existing = await db
+    .selectFrom('labels')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('name_lower', '=', name.toLowerCase())
+    .executeTakeFirst();
+  throw new ConflictError('label_exists', `A label named "${name}" already exists in this organisation.`, {
+    existing_id: existing?.id ?? null,
+  });
+}
+
+export async function createLabel(ctx: Ctx, input: { name: string }): Promise<LabelView> {
+  requireScope(ctx.actor, 'contacts:write');
+  const name = checkName(input.name);
+  const at = nowIso(ctx.now);
+  const row = { id: newId('lbl'), org_id: ctx.orgId, name, name_lower: name.toLowerCase(), created_at: at, updated_at: at };
+  try {
+    await ctx.db.insertInto('labels').values(row).execute();
+  } catch (error) {
+    if (isUniqueViolation(error)) return labelExists(ctx.db, ctx.orgId, name);
+    throw error;
+  }
+  return toLabelView(row);
+}
+
+export async function listLabels(ctx: Ctx, page: PageRequest): Promise<Page<LabelView>> {
+  requireScope(ctx.actor, 'contacts:read');
+  let query = ctx.db
+    .selectFrom('labels')
+    .select(['id', 'name', 'created_at', 'updated_at'])
+    .where('org_id', '=', ctx.orgId);
+  if (page.after) query = query.where(afterPosition('labels', page.after));
+  const rows = await query.orderBy('created_at').orderBy('id').limit(page.limit + 1).execute();
+  const { items, hasMore } = toPage(rows, page.limit);
+  return { items: items.map(toLabelView), hasMore };
+}
+
+export async function getLabel(ctx: Ctx, id: string): Promise<LabelView> {
+  requireScope(ctx.actor, 'contacts:read');
+  const row = await ctx.db
+    .selectFrom('labels')
+    .select(['id', 'name', 'created_at', 'updated_at'])
+    .where('org_id', '=', ctx.orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row) throw new NotFoundError(`No label ${id}.`);
+  return toLabelView(row);
+}
+
+export async function updateLabel(ctx: Ctx, id: string, input: { name?: string }): Promise<LabelView> {
+  requireScope(ctx.actor, 'contacts:write');
+  if (input.name === undefined) return getLabel(ctx, id);
+  const name = checkName(input.name);
+  try {
+    const result = await ctx.db
+      .updateTable('labels')
+      .set({ name, name_lower: name.toLowerCase(), updated_at: nowIso(ctx.now) })
+      .where('org_id', '=', ctx.orgId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) throw new NotFoundError(`No label ${id}.`);
+  } catch (error) {
+    if (isUniqueViolation(error)) return labelExists(ctx.db, ctx.orgId, name);
+    throw error;
+  }
+  return getLabel(ctx, id);
+}
+
+/** Deletes a label; the foreign key detaches it from every contact. */
+export async function deleteLabel(ctx: Ctx, id: string): Promise<{ object: 'label'; id: string; deleted: true }> {
+  requireScope(ctx.actor, 'contacts:write');
+  const result = await ctx.db.deleteFrom('labels').where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
+  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`No label ${id}.`);
+  return { object: 'label', id, deleted: true };
+}

@@ -1,0 +1,178 @@
+import type { Kysely } from 'kysely';
+import type { Database, Role } from '../../db/schema.js';
+import { revokeKeysCreatedBy } from '../apiKeys/apiKeys.js';
+import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
+import { newId, nowIso } from '../ids.js';
+import { checkEmail } from '../validation.js';
+import { hashPassword } from './passwords.js';
+
+export interface OrgView {
+  id: string;
+  name: string;
+}
+export interface UserView {
+  id: string;
+  email: string;
+}
+
+const MIN_PASSWORD = 8;
+const MAX_PASSWORD = 1024;
+
+function checkPassword(password: string, errors: FieldError[]): void {
+  if (password.length < MIN_PASSWORD || password.length > MAX_PASSWORD) {
+    errors.push({ field: 'password', message: `must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters` });
+  }
+}
+
+function checkRole(role: string, errors: FieldError[]): role is Role {
+  if (role === 'admin' || role === 'member') return true;
+  errors.push({ field: 'role', message: 'must be admin or member' });
+  return false;
+}
+
+/** Finds the user by email or creates them; an existing user keeps their password. */
+async function findOrCreateUser(
+  db: Kysely<Database>,
+  email: string,
+  password: string,
+  now: Date,
+): Promise<UserView & { created: boolean }> {
+  const existing = await db
+    .selectFrom('users')
+    .select(['id', 'email'])
+    .where('email_lower', '=', email.toLowerCase())
+    .executeTakeFirst();
+  if (existing) return { ...existing, created: false };
+  const user = {
+    id: newId('usr'),
+    email,
+    email_lower: email.toLowerCase(),
+    name: email.split('@')[0] ?? email,
+    password_hash: await hashPassword(password),
+    created_at: nowIso(now),
+    deactivated_at: null,
+  };
+  await db.insertInto('users').values(user).execute();
+  return { id: user.id, email: user.email, created: true };
+}
+
+export async function createOrg(
+  db: Kysely<Database>,
+  input: { name: string; adminEmail: string; adminPassword: string },
+  now = new Date(),
+): Promise<{ org: OrgView; user: UserView }> {
+  const errors: FieldError[] = [];
+  const name = input.name.trim();
+  if (name.length === 0 || [...name].length > 200) errors.push({ field: 'name', message: 'must be 1 to 200 characters' });
+  checkEmail('admin_email', input.adminEmail, errors);
+  checkPassword(input.adminPassword, errors);
+  if (errors.length > 0) throw new ValidationError(errors);
+
+  return db.transaction().execute(async (trx) => {
+    const org = { id: newId('org'), name, created_at: nowIso(now) };
+    await trx.insertInto('orgs').values(org).execute();
+    const user = await findOrCreateUser(trx, input.adminEmail, input.adminPassword, now);
+    await trx.insertInto('memberships').values({ org_id: org.id, user_id: user.id, role: 'admin', created_at: org.created_at }).execute();
+    return { org: { id: org.id, name: org.name }, user: { id: user.id, email: user.email } };
+  });
+}
+
+async function requireOrg(db: Kysely<Database>, orgId: string): Promise<void> {
+  const org = await db.selectFrom('orgs').select('id').where('id', '=', orgId).executeTakeFirst();
+  if (!org) throw new NotFoundError(`No organisation ${orgId}.`);
+}
+
+export async function addUser(
+  db: Kysely<Database>,
+  input: { orgId: string; email: string; password: string; role: string },
+  now = new Date(),
+): Promise<UserView & { role: Role; created: boolean }> {
+  const errors: FieldError[] = [];
+  checkEmail('email', input.email, errors);
+  checkPassword(input.password, errors);
+  const role = input.role;
+  if (!checkRole(role, errors) || errors.length > 0) throw new ValidationError(errors);
+  await requireOrg(db, input.orgId);
+  return db.transaction().execute(async (trx) => {
+    const user = await findOrCreateUser(trx, input.email, input.password, now);
+    const member = await trx
+      .selectFrom('memberships')
+      .select('role')
+      .where('org_id', '=', input.orgId)
+      .where('user_id', '=', user.id)
+      .executeTakeFirst();
+    if (member) throw new ConflictError('member_exists', `${input.email} is already a member of this organisation.`);
+    await trx.insertInto('memberships').values({ org_id: input.orgId, user_id: user.id, role, created_at: nowIso(now) }).execute();
+    return { ...user, role };
+  });
+}
+
+async function countAdmins(db: Kysely<Database>, orgId: string): Promise<number> {
+  const row = await db
+    .selectFrom('memberships')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('org_id', '=', orgId)
+    .where('role', '=', 'admin')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+async function findMember(db: Kysely<Database>, orgId: string, email: string) {
+  const member = await db
+    .selectFrom('memberships')
+    .innerJoin('users', 'users.id', 'memberships.user_id')
+    .select(['users.id', 'users.email', 'memberships.role'])
+    .where('memberships.org_id', '=', orgId)
+    .where('users.email_lower', '=', email.toLowerCase())
+    .executeTakeFirst();
+  if (!member) throw new NotFoundError(`${email} is not a member of this organisation.`);
+  return member;
+}
+
+/**
+ * Changes a member's role. Demoting an admin revokes, in the same transaction, every key they
+ * created in this organisation (the seed: a key stops working when its creator loses admin access).
+ */
+export async function setRole(
+  db: Kysely<Database>,
+  input: { orgId: string; email: string; role: string },
+  now = new Date(),
+): Promise<UserView & { role: Role; revoked_keys: number }> {
+  const errors: FieldError[] = [];
+  const role = input.role;
+  if (!checkRole(role, errors)) throw new ValidationError(errors);
+  return db.transaction().execute(async (trx) => {
+    const member = await findMember(trx, input.orgId, input.email);
+    let revoked = 0;
+    if (member.role === 'admin' && role === 'member') {
+      if ((await countAdmins(trx, input.orgId)) <= 1) {
+        throw ValidationError.field('role', 'the organisation must keep at least one admin');
+      }
+      revoked = await revokeKeysCreatedBy(trx, input.orgId, member.id, 'creator_demoted', now);
+    }
+    await trx.updateTable('memberships').set({ role }).where('org_id', '=', input.orgId).where('user_id', '=', member.id).execute();
+    return { id: member.id, email: member.email, role, revoked_keys: revoked };
+  });
+}
+
+/** Removes a member; an admin's keys are revoked in the same transaction. */
+export async function removeMember(
+  db: Kysely<Database>,
+  input: { orgId: string; email: string },
+  now = new Date(),
+): Promise<{ id: string; email: string; revoked_keys: number }> {
+  return db.transaction().execute(async (trx) => {
+    const member = await findMember(trx, input.orgId, input.email);
+    if (member.role === 'admin' && (await countAdmins(trx, input.orgId)) <= 1) {
+      throw ValidationError.field('email', 'the organisation must keep at least one admin');
+    }
+    const revoked = await revokeKeysCreatedBy(trx, input.orgId, member.id, 'creator_removed', now);
+    await trx.deleteFrom('memberships').where('org_id', '=', input.orgId).where('user_id', '=', member.id).execute();
+    return { id: member.id, email: member.email, revoked_keys: revoked };
+  });
+}
+
+/** The user behind an email, if they are a member (for the CLI's `--admin-email`). */
+export async function memberIdByEmail(db: Kysely<Database>, orgId: string, email: string): Promise<string> {
+  return (await findMember(db, orgId, email)).id;
+}

@@ -1,0 +1,43 @@
+import { ForbiddenError } from './errors.js';
+
+export const SCOPES = [
+  'contacts:read',
+  'contacts:write',
+  'groups:read',
+  'groups:write',
+  'files:read',
+  'files:write',
+] as const;
+
+export type Scope = (typeof SCOPES)[number];
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}
+
+/** The scopes a grant really gives: a write scope includes the matching read scope. */
+export function expandScopes(granted: Iterable<Scope>): Set<Scope> {
+  const out = new Set<Scope>();
+  for (const scope of granted) {
+    out.add(scope);
+    if (scope.endsWith(':write')) out.add(scope.replace(':write', ':read') as Scope);
+  }
+  return out;
+}
+
+/** Who is acting: an API key (limited to its scopes) or a signed-in dashboard user. */
+export type Actor =
+  | { kind: 'api_key'; keyId: string; scopes: ReadonlySet<Scope> }
+  | { kind: 'user'; userId: string; role: 'admin' | 'member' };
+
+export function hasScope(actor: Actor, scope: Scope): boolean {
+  // Every member of an organisation may work with its data in the dashboard.
+  return actor.kind === 'user' || actor.scopes.has(scope);
+}
+
+/** The first line of every domain operation. */
+export function requireScope(actor: Actor, scope: Scope): void {
+  if (!hasScope(actor, scope)) {
+    throw new ForbiddenError(`This API key lacks the ${scope} scope required for this operation.`);
+  }
+}

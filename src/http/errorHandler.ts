@@ -1,0 +1,121 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  GoneError,
+  NotFoundError,
+  PayloadTooLargeError,
+  RateLimitedError,
+  ServiceError,
+  UnauthorizedError,
+  UnprocessableError,
+  ValidationError,
+  type FieldError,
+} from '../domain/errors.js';
+import { sendProblem } from './problem.js';
+
+/** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
+function statusOf(error: ServiceError): number {
+  if (error instanceof ValidationError || error instanceof BadRequestError) return 400;
+  if (error instanceof UnauthorizedError) return 401;
+  if (error instanceof ForbiddenError) return 403;
+  if (error instanceof NotFoundError) return 404;
+  if (error instanceof ConflictError) return 409;
+  if (error instanceof GoneError) return 410;
+  if (error instanceof PayloadTooLargeError) return 413;
+  if (error instanceof UnprocessableError) return 422;
+  if (error instanceof RateLimitedError) return 429;
+  return 500;
+}
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** `/label_ids/0` → `label_ids[0]`, and the offending property for required/additional errors. */
+function fieldOf(error: AjvError, part: string | undefined): string {
+  let field = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => (/^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`))
+    .join('')
+    .replace(/^\./, '');
+  const property = error.params.missingProperty ?? error.params.additionalProperty;
+  if (typeof property === 'string') field = field ? `${field}.${property}` : property;
+  return field || (part === 'body' ? 'body' : part === 'querystring' ? 'query' : (part ?? 'request'));
+}
+
+function messageOf(error: AjvError): string {
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return 'is not a known field';
+    case 'required':
+      return 'is required';
+    case 'type':
+      return `must be ${String(error.params.type).replace(',', ' or ')}`;
+    case 'anyOf':
+      return 'must be a string or null';
+    default:
+      return error.message ?? 'is not valid';
+  }
+}
+
+function validationDetails(error: FastifyError): FieldError[] {
+  const part = error.validationContext;
+  const list = (error.validation ?? []) as unknown as AjvError[];
+  // anyOf reports one error per branch plus a summary; keep the summary for nullable fields.
+  const anyOfPaths = new Set(list.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
+  const errors = list
+    .filter((e) => e.keyword === 'anyOf' || !anyOfPaths.has(e.instancePath))
+    .map((e) => ({ field: fieldOf(e, part), message: messageOf(e) }));
+  const seen = new Set<string>();
+  return errors.filter((e) => !seen.has(e.field + e.message) && seen.add(e.field + e.message));
+}
+
+export function errorHandler(docsUrl: string) {
+  return function handle(error: FastifyError | ServiceError | Error, request: FastifyRequest, reply: FastifyReply) {
+    if (error instanceof ServiceError) {
+      const status = statusOf(error);
+      const extra: Record<string, unknown> = { ...error.extra };
+      if (error instanceof ValidationError) extra.errors = error.errors;
+      if (error instanceof UnauthorizedError) reply.header('www-authenticate', 'Bearer realm="orgdata"');
+      if (error instanceof RateLimitedError) reply.header('retry-after', String(error.retryAfterSeconds));
+      if (status === 500) request.log.error({ err: error }, 'unmapped domain error');
+      return sendProblem(request, reply, docsUrl, status, error.code, error.message, extra);
+    }
+    const fastifyError = error as FastifyError;
+    if (fastifyError.validation) {
+      const errors = validationDetails(fastifyError);
+      const detail = `The request is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}.`;
+      return sendProblem(request, reply, docsUrl, 400, 'invalid_request', detail, { errors });
+    }
+    switch (fastifyError.code) {
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendProblem(request, reply, docsUrl, 413, 'payload_too_large', 'The request body is larger than this server accepts.');
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return sendProblem(request, reply, docsUrl, 415, 'unsupported_media_type', 'Send request bodies as JSON with Content-Type: application/json.');
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return sendProblem(request, reply, docsUrl, 400, 'invalid_request', 'The body is empty; send a JSON object.', {
+          errors: [{ field: 'body', message: 'must be a JSON object' }],
+        });
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        return sendProblem(request, reply, docsUrl, 400, 'invalid_request', 'The body is not valid JSON.', {
+          errors: [{ field: 'body', message: 'must be valid JSON' }],
+        });
+    }
+    const status = fastifyError.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Fastify's other client errors (bad JSON, bad content length, prototype pollution attempts).
+      const detail = error instanceof SyntaxError ? 'The body is not valid JSON.' : 'The request could not be read.';
+      return sendProblem(request, reply, docsUrl, 400, 'invalid_request', detail, {
+        errors: [{ field: 'body', message: detail }],
+      });
+    }
+    request.log.error({ err: error }, 'request failed');
+    return sendProblem(request, reply, docsUrl, 500, 'internal_error', 'Something went wrong on our side. Quote the request_id to the operator.');
+  };
+}

@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { BadRequestError, ConflictError, UnprocessableError } from '../domain/errors.js';
+import { claim, complete, release } from '../infra/idempotency/store.js';
+
+export interface IdempotencyClaim {
+  orgId: string;
+  key: string;
+}
+
+// Printable ASCII (HTTP header values are bytes; anything else arrives mangled).
+const PRINTABLE = /^[\x20-\x7e]+$/;
+/** Headers of the first response that a replay repeats; rate-limit headers are always fresh. */
+const REPLAYED_HEADERS = ['content-type', 'location'];
+
+/** `"abc"` and `abc` are the same key. */
+export function parseIdempotencyKey(raw: string | string[] | undefined): string | null {
+  if (raw === undefined) return null;
+  if (Array.isArray(raw)) throw new BadRequestError('invalid_idempotency_key', 'Send one Idempotency-Key header, not several.');
+  const key = raw.length >= 2 && raw.startsWith('"') && raw.endsWith('"') ? raw.slice(1, -1) : raw;
+  if (key.length === 0 || key.length > 255 || !PRINTABLE.test(key)) {
+    throw new BadRequestError('invalid_idempotency_key', 'The Idempotency-Key must be 1 to 255 printable ASCII characters.');
+  }
+  return key;
+}
+
+/** JSON with object keys sorted, so that key order does not make two equal bodies differ. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function fingerprint(request: FastifyRequest): string {
+  const path = request.url.split('?')[0] ?? '';
+  return createHash('sha256').update(`${request.method} ${path}\n${canonicalJson(request.body ?? null)}`).digest('hex');
+}
+
+/** Whether a response is kept for replay: successes and domain refusals, not edge refusals. */
+function isStored(status: number): boolean {
+  if (status < 300) return true;
+  return status >= 400 && status < 500 && ![400, 401, 403, 408, 413, 415, 429].includes(status);
+}
+
+/** preHandler of every POST: runs after authentication and validation, before the handler. */
+export function idempotencyPreHandler(db: Kysely<Database>) {
+  return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    if (request.method !== 'POST' || !request.apiKey) return undefined;
+    const key = parseIdempotencyKey(request.headers['idempotency-key']);
+    if (key === null) return undefined;
+    const orgId = request.apiKey.orgId;
+    const result = await claim(db, orgId, key, fingerprint(request), new Date());
+    switch (result.outcome) {
+      case 'claimed':
+        request.idempotency = { orgId, key };
+        return undefined;
+      case 'in_progress':
+        throw new ConflictError('idempotency_conflict', 'A request with this Idempotency-Key is still in progress; retry once it has finished.');
+      case 'mismatch':
+        throw new UnprocessableError('This Idempotency-Key was already used with a different method, path or body. Use a new key for a new request.');
+      case 'replay':
+        for (const [name, value] of Object.entries(result.response.headers)) reply.header(name, value);
+        return reply.code(result.response.status).header('idempotent-replayed', 'true').send(result.response.body);
+    }
+  };
+}
+
+/** onSend: keeps the response of the request that claimed the key, or frees the key. */
+export function idempotencyOnSend(db: Kysely<Database>) {
+  return async function onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+    const claimed = request.idempotency;
+    if (!claimed) return payload;
+    request.idempotency = undefined;
+    if (isStored(reply.statusCode) && typeof payload === 'string') {
+      const headers: Record<string, string> = {};
+      for (const name of REPLAYED_HEADERS) {
+        const value = reply.getHeader(name);
+        if (value !== undefined) headers[name] = String(value);
+      }
+      await complete(db, claimed.orgId, claimed.key, { status: reply.statusCode, headers, body: payload });
+    } else {
+      await release(db, claimed.orgId, claimed.key);
+    }
+    return payload;
+  };
+}

@@ -1,0 +1,37 @@
+import type { FastifyRequest } from 'fastify';
+import type { Ctx } from '../domain/context.js';
+import { decodeCursor, encodeCursor, type Page, type PageRequest } from '../domain/pagination.js';
+
+export interface ListQuery {
+  limit?: number;
+  cursor?: string;
+}
+
+/**
+ * What a cursor is bound to: the organisation, the route, its path ids and every filter. A cursor
+ * signed for one binding is refused under any other (400 invalid_cursor).
+ */
+function bindingOf(request: FastifyRequest, orgId: string, filters: Record<string, unknown>): string {
+  const params = request.params as Record<string, string> | undefined;
+  return JSON.stringify([orgId, request.routeOptions.url, params ?? {}, filters]);
+}
+
+export function pageRequest(request: FastifyRequest, ctx: Ctx, secret: string, query: ListQuery, filters: Record<string, unknown> = {}): PageRequest {
+  const binding = bindingOf(request, ctx.orgId, filters);
+  return {
+    limit: query.limit ?? 25,
+    after: query.cursor === undefined ? null : decodeCursor(secret, binding, query.cursor),
+  };
+}
+
+export function listEnvelope<T extends { id: string; created_at: string }>(
+  request: FastifyRequest,
+  ctx: Ctx,
+  secret: string,
+  page: Page<T>,
+  filters: Record<string, unknown> = {},
+) {
+  const last = page.items[page.items.length - 1];
+  const next = page.hasMore && last ? encodeCursor(secret, bindingOf(request, ctx.orgId, filters), { createdAt: last.created_at, id: last.id }) : null;
+  return { object: 'list' as const, data: page.items, has_more: page.hasMore, next_cursor: next };
+}

@@ -1,0 +1,21 @@
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import type { FastifyInstance } from 'fastify';
+
+const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+/**
+ * Fastify answers 404 for a known path with an unknown method. This mirror of the route table
+ * lets the not-found handler tell the two apart and answer 405 with an `Allow` header instead.
+ */
+export function routeTable(app: FastifyInstance): (path: string) => string[] {
+  const router = FindMyWay();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (METHODS.includes(method as HTTPMethod) && !router.hasRoute(method as HTTPMethod, route.url)) {
+        router.on(method as HTTPMethod, route.url, () => {});
+      }
+    }
+  });
+  return (path) => METHODS.filter((method) => router.find(method, path) !== null);
+}

@@ -1,0 +1,120 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { attachLabel, createContact, deleteContact, detachLabel, getContact, updateContact } from '../../domain/contacts/contacts.js';
+import { listContacts } from '../../domain/contacts/list.js';
+import type { ApiDeps } from '../api.js';
+import { ctxOf } from '../context.js';
+import { listEnvelope, pageRequest } from '../lists.js';
+import {
+  Contact,
+  ContactCreate,
+  ContactDeleted,
+  ContactLabelParams,
+  ContactList,
+  ContactListQuery,
+  ContactParams,
+  ContactUpdate,
+} from '../schemas/contacts.js';
+import { BODY_ERRORS, IDEMPOTENCY_ERRORS, responses } from '../schemas/responses.js';
+
+const tags = ['Contacts'];
+
+export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, secret }) => {
+  app.get('/contacts', {
+    config: { scope: 'contacts:read' },
+    schema: {
+      operationId: 'listContacts',
+      summary: 'List contacts',
+      description: 'Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk; a cursor only works with the filters it was issued for.',
+      tags,
+      querystring: ContactListQuery,
+      response: responses({ 200: ContactList }),
+    },
+    handler: async (request) => {
+      const ctx = ctxOf(request, db);
+      const { email, label_id: labelId } = request.query;
+      const filters = { email: email?.toLowerCase(), label_id: labelId };
+      const page = await listContacts(ctx, pageRequest(request, ctx, secret, request.query, filters), { email, labelId });
+      return listEnvelope(request, ctx, secret, page, filters);
+    },
+  });
+
+  app.post('/contacts', {
+    config: { scope: 'contacts:write' },
+    schema: {
+      operationId: 'createContact',
+      summary: 'Create a contact',
+      description: 'Creates a contact with `source_type` `manual`. Send an Idempotency-Key to retry safely.',
+      tags,
+      body: ContactCreate,
+      response: responses({ 201: Contact }, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+    },
+    handler: async (request, reply) => {
+      const contact = await createContact(ctxOf(request, db), request.body);
+      return reply.code(201).header('location', `${request.url.split('?')[0]}/${contact.id}`).send(contact);
+    },
+  });
+
+  app.get('/contacts/:id', {
+    config: { scope: 'contacts:read' },
+    schema: {
+      operationId: 'getContact',
+      summary: 'Get a contact',
+      tags,
+      params: ContactParams,
+      response: responses({ 200: Contact }, 404),
+    },
+    handler: async (request) => getContact(ctxOf(request, db), request.params.id),
+  });
+
+  app.patch('/contacts/:id', {
+    config: { scope: 'contacts:write' },
+    schema: {
+      operationId: 'updateContact',
+      summary: 'Update a contact',
+      description: 'Changes only the fields sent. `null` clears phone, address or notes; `label_ids` replaces the labels.',
+      tags,
+      params: ContactParams,
+      body: ContactUpdate,
+      response: responses({ 200: Contact }, 404, 409, ...BODY_ERRORS),
+    },
+    handler: async (request) => updateContact(ctxOf(request, db), request.params.id, request.body),
+  });
+
+  app.delete('/contacts/:id', {
+    config: { scope: 'contacts:write' },
+    schema: {
+      operationId: 'deleteContact',
+      summary: 'Delete a contact',
+      description: 'Deletes the contact and its label and group links.',
+      tags,
+      params: ContactParams,
+      response: responses({ 200: ContactDeleted }, 404),
+    },
+    handler: async (request) => deleteContact(ctxOf(request, db), request.params.id),
+  });
+
+  app.put('/contacts/:id/labels/:label_id', {
+    config: { scope: 'contacts:write' },
+    schema: {
+      operationId: 'attachLabel',
+      summary: 'Attach a label to a contact',
+      description: 'Attaching a label the contact already has changes nothing. Takes no body.',
+      tags,
+      params: ContactLabelParams,
+      response: responses({ 200: Contact }, 404),
+    },
+    handler: async (request) => attachLabel(ctxOf(request, db), request.params.id, request.params.label_id),
+  });
+
+  app.delete('/contacts/:id/labels/:label_id', {
+    config: { scope: 'contacts:write' },
+    schema: {
+      operationId: 'detachLabel',
+      summary: 'Detach a label from a contact',
+      tags,
+      params: ContactLabelParams,
+      response: responses({ 200: Contact }, 404),
+    },
+    handler: async (request) => detachLabel(ctxOf(request, db), request.params.id, request.params.label_id),
+  });
+};

@@ -1,0 +1,47 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { ERROR_CODES } from '../errorCodes.js';
+import { renderReference } from '../docsPage.js';
+
+export interface DocsDeps {
+  openApi: () => Record<string, unknown>;
+}
+
+/** The machine-readable description, the human reference rendered from it, and the error list. */
+export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi }) => {
+  app.get('/api/v1/openapi.json', {
+    schema: {
+      operationId: 'getOpenApi',
+      summary: 'This OpenAPI document',
+      description: 'The OpenAPI 3.1 description of this API. Needs no key.',
+      tags: ['Meta'],
+      security: [],
+      response: { 200: { type: 'object', additionalProperties: true, description: 'An OpenAPI 3.1 document.' } },
+    },
+    handler: async () => openApi(),
+  });
+
+  let reference: string | null = null;
+  app.get('/docs', async (_request, reply) => {
+    reference ??= renderReference(openApi());
+    return reply.type('text/html; charset=utf-8').send(reference);
+  });
+
+  app.get('/docs/api/errors', async (_request, reply) => reply.type('text/html; charset=utf-8').send(ERRORS_PAGE));
+};
+
+const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const inlineCode = (text: string) => escape(text).replace(/`([^`]+)`/g, '<code>$1</code>');
+
+const ERRORS_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Error codes · orgdata API</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1f2328}
+section{border-top:1px solid #d0d7de;padding:.75rem 0}h2{font-size:1.1rem;margin:.2rem 0}code{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
+.status{color:#57606a;font-weight:normal}:target{background:#fff8c5}</style></head>
+<body><h1>Error codes</h1>
+<p>Every error is an RFC 9457 <code>application/problem+json</code> document with <code>type</code>, <code>title</code>, <code>status</code>,
+<code>code</code>, <code>detail</code> and <code>request_id</code>. Its <code>type</code> links to the entry below. Back to the <a href="/docs">API reference</a>.</p>
+${Object.entries(ERROR_CODES)
+  .map(([code, info]) => `<section id="${code}"><h2><a href="#${code}"><code>${code}</code></a> <span class="status">${info.status}</span></h2><p>${inlineCode(info.summary)}</p></section>`)
+  .join('\n')}
+</body></html>`;

@@ -1,0 +1,64 @@
+import { Type, type TSchema } from 'typebox';
+
+/**
+ * Every shape the API sends or accepts, defined once: Fastify validates with it, TypeScript infers
+ * from it, and the OpenAPI document names it (see `named` and http/openapi.ts).
+ */
+const names = new Map<object, string>();
+
+/** Registers a schema as a named OpenAPI component; routes use the same object directly. */
+export function named<T extends TSchema>(name: string, schema: T): T {
+  names.set(schema, name);
+  return schema;
+}
+
+export function componentName(schema: object): string | undefined {
+  return names.get(schema);
+}
+
+export function namedSchemas(): [string, object][] {
+  return [...names.entries()].map(([schema, name]) => [name, schema]);
+}
+
+export const Timestamp = Type.String({
+  format: 'date-time',
+  description: 'ISO 8601 UTC timestamp with milliseconds.',
+  examples: ['2026-11-20T12:34:56.789Z'],
+});
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const Limit = Type.Integer({
+  minimum: 1,
+  maximum: 100,
+  default: 25,
+  description: 'How many items to return, 1 to 100.',
+});
+
+export const Cursor = Type.String({
+  minLength: 1,
+  maxLength: 512,
+  description: 'The `next_cursor` of the previous page, passed back unchanged. Bound to this endpoint, its filters and your organisation.',
+});
+
+export function ListOf<T extends TSchema>(item: T, description: string) {
+  return Type.Object(
+    {
+      object: Type.Literal('list'),
+      data: Type.Array(item),
+      has_more: Type.Boolean({ description: 'True when another page exists.' }),
+      next_cursor: Nullable(Type.String({ description: 'Send back as `cursor` for the next page; null when the walk is complete.' })),
+    },
+    { additionalProperties: false, description },
+  );
+}
+
+export function Deleted(object: string) {
+  return Type.Object(
+    { object: Type.Literal(object), id: Type.String(), deleted: Type.Literal(true) },
+    { additionalProperties: false },
+  );
+}
+
+export const IdParam = (prefix: string, what: string) =>
+  Type.String({ minLength: 1, maxLength: 64, description: `The ${what}'s id (\`${prefix}_…\`).` });

@@ -1,0 +1,101 @@
+import { Type, type Static } from 'typebox';
+import { LIMITS } from '../../domain/validation.js';
+import { Cursor, IdParam, Limit, ListOf, named, Nullable, Timestamp, Deleted } from './common.js';
+import { Label } from './labels.js';
+
+const first_name = Type.String({ minLength: 1, maxLength: LIMITS.name, examples: ['Ada'] });
+const last_name = Type.String({ maxLength: LIMITS.name, description: 'Empty string when not given.', examples: ['Lovelace'] });
+const email = Type.String({
+  minLength: 3,
+  maxLength: LIMITS.email,
+  format: 'email',
+  description: 'Unique in the organisation, compared case-insensitively.',
+  examples: ['ada@example.com'],
+});
+const phone = Nullable(Type.String({ maxLength: LIMITS.phone, examples: ['+44 20 7946 0958'] }));
+const address = Nullable(Type.String({ maxLength: LIMITS.address }));
+const notes = Nullable(Type.String({ maxLength: LIMITS.notes }));
+const label_ids = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+  maxItems: 100,
+  description: 'Ids of labels of this organisation; the contact ends up with exactly these.',
+});
+
+export const Contact = named(
+  'Contact',
+  Type.Object(
+    {
+      object: Type.Literal('contact'),
+      id: Type.String({ examples: ['con_4Hq7ZkP2mN8xV3bR6tY1'] }),
+      first_name,
+      last_name,
+      email,
+      phone,
+      address,
+      notes,
+      labels: Type.Array(Label),
+      source_type: Type.String({
+        enum: ['manual', 'import'],
+        description: '`manual` when made through the API or the dashboard form, `import` from the dashboard CSV import.',
+      }),
+      created_at: Timestamp,
+      updated_at: Timestamp,
+    },
+    { additionalProperties: false },
+  ),
+);
+
+export const ContactCreate = named(
+  'ContactCreate',
+  Type.Object(
+    {
+      first_name,
+      email,
+      last_name: Type.Optional(last_name),
+      phone: Type.Optional(phone),
+      address: Type.Optional(address),
+      notes: Type.Optional(notes),
+      label_ids: Type.Optional(label_ids),
+    },
+    { additionalProperties: false, examples: [{ first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com' }] },
+  ),
+);
+export type ContactCreate = Static<typeof ContactCreate>;
+
+export const ContactUpdate = named(
+  'ContactUpdate',
+  Type.Object(
+    {
+      first_name: Type.Optional(first_name),
+      last_name: Type.Optional(last_name),
+      email: Type.Optional(email),
+      phone: Type.Optional(phone),
+      address: Type.Optional(address),
+      notes: Type.Optional(notes),
+      label_ids: Type.Optional(label_ids),
+    },
+    {
+      additionalProperties: false,
+      description: 'Only the fields sent change; `null` clears phone, address or notes; `label_ids` replaces the whole set.',
+      examples: [{ phone: null, notes: 'Met at the conference.' }],
+    },
+  ),
+);
+
+export const ContactList = named('ContactList', ListOf(Contact, 'A page of contacts, oldest first.'));
+export const ContactDeleted = named('ContactDeleted', Deleted('contact'));
+
+export const ContactListQuery = Type.Object(
+  {
+    limit: Type.Optional(Limit),
+    cursor: Type.Optional(Cursor),
+    email: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.email, description: 'Only the contact with this email (case-insensitive).' })),
+    label_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts that carry this label.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const ContactParams = Type.Object({ id: IdParam('con', 'contact') }, { additionalProperties: false });
+export const ContactLabelParams = Type.Object(
+  { id: IdParam('con', 'contact'), label_id: IdParam('lbl', 'label') },
+  { additionalProperties: false },
+);

@@ -1,0 +1,49 @@
+import { Type } from 'typebox';
+import { named } from './common.js';
+
+export const Problem = named(
+  'Problem',
+  Type.Object(
+    {
+      type: Type.String({ format: 'uri', description: 'Link to this code in the error reference.' }),
+      title: Type.String({ description: 'Short title of the HTTP status.' }),
+      status: Type.Integer({ description: 'The HTTP status.' }),
+      code: Type.String({ description: 'Stable machine-readable code.' }),
+      detail: Type.String({ description: 'Human-readable explanation.' }),
+      request_id: Type.String({ description: 'Quote this to the operator.' }),
+      errors: Type.Optional(
+        Type.Array(
+          Type.Object({ field: Type.String(), message: Type.String() }, { additionalProperties: false }),
+          { description: 'With `invalid_request`: every field that was refused, and why.' },
+        ),
+      ),
+      existing_id: Type.Optional(
+        Type.Union([Type.String(), Type.Null()], { description: 'With `contact_exists` and `label_exists`: the record that already has that value.' }),
+      ),
+      quota: Type.Optional(
+        Type.Object(
+          {
+            policy: Type.Literal('daily'),
+            limit: Type.Integer(),
+            used: Type.Integer(),
+            resets_at: Type.String({ format: 'date-time' }),
+          },
+          { additionalProperties: false, description: 'With `quota_exceeded`: the organisation\'s daily allowance.' },
+        ),
+      ),
+    },
+    {
+      description: 'An RFC 9457 problem document; every error the API sends has this shape.',
+      examples: [
+        {
+          type: 'http://localhost:3000/docs/api/errors#not_found',
+          title: 'Not Found',
+          status: 404,
+          code: 'not_found',
+          detail: 'No contact con_1234567890abcdefghij.',
+          request_id: 'req_8fK2mQ9xLp3vT7wZ1aB4',
+        },
+      ],
+    },
+  ),
+);

@@ -1,0 +1,16 @@
+import type { AuthenticatedKey } from '../domain/apiKeys/apiKeys.js';
+import type { Scope } from '../domain/scopes.js';
+import type { IdempotencyClaim } from './idempotency.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the authentication hook on /api/v1 routes. */
+    apiKey?: AuthenticatedKey;
+    /** Set when a POST carried an Idempotency-Key and this request is the one doing the work. */
+    idempotency?: IdempotencyClaim;
+  }
+  interface FastifyContextConfig {
+    /** The scope an API route needs; checked at the edge (before validation) and again in the domain. */
+    scope?: Scope;
+  }
+}

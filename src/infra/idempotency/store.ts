@@ -1,0 +1,115 @@
+import type { Kysely } from 'kysely';
+import { isUniqueViolation } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
+
+export const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** How long a claim protects an in-flight request; a crashed server's claim lapses after this. */
+export const LOCK_MS = 60 * 1000;
+
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export type ClaimResult =
+  | { outcome: 'claimed'; lockedUntil: string }
+  | { outcome: 'replay'; response: StoredResponse }
+  | { outcome: 'in_progress' }
+  | { outcome: 'mismatch' };
+
+/**
+ * Idempotency keys live in the database, so every server instance on the same database shares
+ * them: the primary key (org_id, key) lets exactly one request claim a key, on SQLite and
+ * PostgreSQL alike. A claim carries `locked_until`; a claim left by a crashed request lapses then
+ * and the next retry takes it over, so no key stays locked forever.
+ */
+export async function claim(
+  db: Kysely<Database>,
+  orgId: string,
+  key: string,
+  fingerprint: string,
+  now: Date,
+): Promise<ClaimResult> {
+  const at = now.toISOString();
+  const lockedUntil = new Date(now.getTime() + LOCK_MS).toISOString();
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      await db
+        .insertInto('idempotency_keys')
+        .values({
+          org_id: orgId,
+          key,
+          fingerprint,
+          state: 'in_progress',
+          locked_until: lockedUntil,
+          response_status: null,
+          response_headers: null,
+          response_body: null,
+          created_at: at,
+          expires_at: new Date(now.getTime() + REPLAY_WINDOW_MS).toISOString(),
+        })
+        .execute();
+      return { outcome: 'claimed', lockedUntil };
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+    }
+    const row = await db.selectFrom('idempotency_keys').selectAll().where('org_id', '=', orgId).where('key', '=', key).executeTakeFirst();
+    if (!row) continue; // released or purged meanwhile: claim again
+    if (row.expires_at <= at) {
+      // Past the 24-hour window the key is free again.
+      await db.deleteFrom('idempotency_keys').where('org_id', '=', orgId).where('key', '=', key).where('expires_at', '=', row.expires_at).execute();
+      continue;
+    }
+    if (row.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+    if (row.state === 'done' && row.response_status !== null) {
+      return {
+        outcome: 'replay',
+        response: {
+          status: row.response_status,
+          headers: JSON.parse(row.response_headers ?? '{}') as Record<string, string>,
+          body: row.response_body ?? '',
+        },
+      };
+    }
+    if (row.locked_until > at) return { outcome: 'in_progress' };
+    // The first request's claim lapsed (its server died): take it over, unless someone else just did.
+    const taken = await db
+      .updateTable('idempotency_keys')
+      .set({ locked_until: lockedUntil })
+      .where('org_id', '=', orgId)
+      .where('key', '=', key)
+      .where('state', '=', 'in_progress')
+      .where('locked_until', '=', row.locked_until)
+      .executeTakeFirst();
+    return Number(taken.numUpdatedRows) === 1 ? { outcome: 'claimed', lockedUntil } : { outcome: 'in_progress' };
+  }
+  return { outcome: 'in_progress' };
+}
+
+/** Stores the response of a claimed request for replay. */
+export async function complete(db: Kysely<Database>, orgId: string, key: string, response: StoredResponse): Promise<void> {
+  await db
+    .updateTable('idempotency_keys')
+    .set({
+      state: 'done',
+      response_status: response.status,
+      response_headers: JSON.stringify(response.headers),
+      response_body: response.body,
+    })
+    .where('org_id', '=', orgId)
+    .where('key', '=', key)
+    .where('state', '=', 'in_progress')
+    .execute();
+}
+
+/** Frees a claimed key whose response is not kept (validation failures, 5xx): a retry runs anew. */
+export async function release(db: Kysely<Database>, orgId: string, key: string): Promise<void> {
+  await db.deleteFrom('idempotency_keys').where('org_id', '=', orgId).where('key', '=', key).where('state', '=', 'in_progress').execute();
+}
+
+/** Deletes keys past their 24-hour window; run periodically by the server. */
+export async function purgeExpired(db: Kysely<Database>, now: Date): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now.toISOString()).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

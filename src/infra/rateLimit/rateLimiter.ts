@@ -1,0 +1,66 @@
+/**
+ * The per-key token bucket and the per-organisation daily quota, behind one interface with a
+ * local (one process) and a shared (Redis) implementation, chosen from configuration in one place.
+ *
+ * Written here rather than taken from @fastify/rate-limit: that plugin counts fixed windows per
+ * route, while the contract needs a refilling token bucket per API key, a second counter per
+ * organisation that refused requests do not touch, and the IETF RateLimit/RateLimit-Policy fields.
+ */
+export interface RateLimitSettings {
+  burst: number;
+  perSecond: number;
+  dailyQuota: number;
+}
+
+export interface RateLimitDecision {
+  /** null when the request may go on. */
+  refusal: 'rate_limited' | 'quota_exceeded' | null;
+  /** Whole tokens left in the key's bucket after this request. */
+  tokens: number;
+  /** Seconds until the bucket is full again. */
+  secondsToFull: number;
+  /** Seconds until the next token (for `rate_limited`) or until midnight UTC (for the quota). */
+  retryAfterSeconds: number;
+  quota: { limit: number; used: number; remaining: number; resetsAt: number };
+}
+
+export interface RateLimiter {
+  /** Takes one token for the key and, if one was there, counts one request for the organisation. */
+  take(keyId: string, orgId: string, now: Date): Promise<RateLimitDecision>;
+  close(): Promise<void>;
+}
+
+export function nextMidnightUtc(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+}
+
+export function utcDay(now: Date): string {
+  return now.toISOString().slice(0, 10);
+}
+
+/** The shared arithmetic of both implementations, from the state they read and wrote. */
+export function decide(
+  settings: RateLimitSettings,
+  now: Date,
+  bucket: { tokens: number; allowed: boolean },
+  used: number,
+): RateLimitDecision {
+  const resetsAt = nextMidnightUtc(now);
+  const secondsToMidnight = Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000));
+  const quota = {
+    limit: settings.dailyQuota,
+    used: Math.min(used, settings.dailyQuota),
+    remaining: Math.max(0, settings.dailyQuota - used),
+    resetsAt: Math.floor(resetsAt.getTime() / 1000),
+  };
+  const secondsToFull = Math.ceil((settings.burst - bucket.tokens) / settings.perSecond);
+  const tokens = Math.floor(bucket.tokens);
+  if (!bucket.allowed) {
+    const retryAfterSeconds = Math.max(1, Math.ceil((1 - bucket.tokens) / settings.perSecond));
+    return { refusal: 'rate_limited', tokens, secondsToFull, retryAfterSeconds, quota };
+  }
+  if (used > settings.dailyQuota) {
+    return { refusal: 'quota_exceeded', tokens, secondsToFull, retryAfterSeconds: secondsToMidnight, quota };
+  }
+  return { refusal: null, tokens, secondsToFull, retryAfterSeconds: 0, quota };
+}
