@@ -84,19 +84,33 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     }
     case 'org create': {
       const result = await withDb(config, (db) =>
-        createOrg(db.kysely, { name: required(values, 'name'), adminEmail: required(values, 'admin-email'), adminPassword: required(values, 'admin-password') }),
+        createOrg(db.kysely, {
+          name: required(values, 'name'),
+          adminEmail: required(values, 'admin-email'),
+          adminPassword: required(values, 'admin-password'),
+        }),
       );
-      return { json: result, text: `created organisation ${result.org.id} (${result.org.name}) with admin ${result.user.email} (${result.user.id})` };
+      return {
+        json: result,
+        text: `created organisation ${result.org.id} (${result.org.name}) with admin ${result.user.email} (${result.user.id})`,
+      };
     }
     case 'users add': {
       const user = await withDb(config, (db) =>
-        addUser(db.kysely, { orgId: required(values, 'org'), email: required(values, 'email'), password: required(values, 'password'), role: required(values, 'role') }),
+        addUser(db.kysely, {
+          orgId: required(values, 'org'),
+          email: required(values, 'email'),
+          password: required(values, 'password'),
+          role: required(values, 'role'),
+        }),
       );
       const note = user.created ? '' : ' (existing user: their password is unchanged)';
       return { json: user, text: `added ${user.email} (${user.id}) as ${user.role}${note}` };
     }
     case 'users set-role': {
-      const user = await withDb(config, (db) => setRole(db.kysely, { orgId: required(values, 'org'), email: required(values, 'email'), role: required(values, 'role') }));
+      const user = await withDb(config, (db) =>
+        setRole(db.kysely, { orgId: required(values, 'org'), email: required(values, 'email'), role: required(values, 'role') }),
+      );
       const note = user.revoked_keys ? `; revoked ${user.revoked_keys} API key(s) they created` : '';
       return { json: user, text: `${user.email} is now ${user.role}${note}` };
     }
@@ -112,22 +126,36 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
         const userId = await memberIdByEmail(db.kysely, orgId, required(values, 'admin-email'));
         return createApiKey({ db: db.kysely, orgId, userId, now: new Date() }, config.secretKey, {
           name: required(values, 'name'),
-          scopes: required(values, 'scopes').split(',').map((s) => s.trim()).filter(Boolean),
+          scopes: required(values, 'scopes')
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
           expiresInDays,
         });
       });
       const json = { id: key.id, key: key.key, name: key.name, scopes: key.scopes, last4: key.last4, expires_at: key.expires_at };
-      return { json, text: `${key.key}\n\nThis is the only time the key is shown. id ${key.id}, scopes ${key.scopes.join(',')}, expires ${key.expires_at ?? 'never'}.` };
+      return {
+        json,
+        text: `${key.key}\n\nThis is the only time the key is shown. id ${key.id}, scopes ${key.scopes.join(',')}, expires ${key.expires_at ?? 'never'}.`,
+      };
     }
     case 'keys list': {
       const orgId = required(values, 'org');
       const keys = await withDb(config, async (db) => {
-        const admin = await db.kysely.selectFrom('memberships').select('user_id').where('org_id', '=', orgId).where('role', '=', 'admin').executeTakeFirst();
+        const admin = await db.kysely
+          .selectFrom('memberships')
+          .select('user_id')
+          .where('org_id', '=', orgId)
+          .where('role', '=', 'admin')
+          .executeTakeFirst();
         if (!admin) throw ValidationError.field('org', `no organisation ${orgId} with an admin`);
         return listApiKeys({ db: db.kysely, orgId, userId: admin.user_id, now: new Date() });
       });
       const text = keys
-        .map((k) => `${k.id}  …${k.last4}  ${k.name}  [${k.scopes.join(',')}]  expires ${k.expires_at ?? 'never'}  ${k.revoked_at ? `revoked ${k.revoked_at} (${k.revoked_reason})` : 'active'}  last used ${k.last_used_at ?? 'never'}${k.last_used_origin ? ` from ${k.last_used_origin}` : ''}`)
+        .map(
+          (k) =>
+            `${k.id}  …${k.last4}  ${k.name}  [${k.scopes.join(',')}]  expires ${k.expires_at ?? 'never'}  ${k.revoked_at ? `revoked ${k.revoked_at} (${k.revoked_reason})` : 'active'}  last used ${k.last_used_at ?? 'never'}${k.last_used_origin ? ` from ${k.last_used_origin}` : ''}`,
+        )
         .join('\n');
       return { json: keys, text: text || 'no keys' };
     }
@@ -136,7 +164,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       const keyId = rest[0];
       if (!keyId) throw new UsageError('missing KEY_ID');
       const key = await withDb(config, async (db) => {
-        const admin = await db.kysely.selectFrom('memberships').select('user_id').where('org_id', '=', orgId).where('role', '=', 'admin').executeTakeFirst();
+        const admin = await db.kysely
+          .selectFrom('memberships')
+          .select('user_id')
+          .where('org_id', '=', orgId)
+          .where('role', '=', 'admin')
+          .executeTakeFirst();
         if (!admin) throw ValidationError.field('org', `no organisation ${orgId} with an admin`);
         return revokeApiKey({ db: db.kysely, orgId, userId: admin.user_id, now: new Date() }, keyId);
       });

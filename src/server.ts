@@ -26,11 +26,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrateToLatest(db);
   const rateLimiter = await openRateLimiter(config);
-  const https = config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : null;
+  const https =
+    config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : null;
   const app = await buildApp({ config, db, rateLimiter, https });
-  const purge = setInterval(() => {
-    purgeExpired(db.kysely, new Date()).catch((error: unknown) => app.log.warn({ err: error }, 'idempotency purge failed'));
-  }, 60 * 60 * 1000);
+  const purge = setInterval(
+    () => {
+      purgeExpired(db.kysely, new Date()).catch((error: unknown) => app.log.warn({ err: error }, 'idempotency purge failed'));
+    },
+    60 * 60 * 1000,
+  );
   purge.unref();
   const url = await app.listen({ port: config.port, host: config.host });
   return {

@@ -1,13 +1,6 @@
 import { ForbiddenError } from './errors.js';
 
-export const SCOPES = [
-  'contacts:read',
-  'contacts:write',
-  'groups:read',
-  'groups:write',
-  'files:read',
-  'files:write',
-] as const;
+export const SCOPES = ['contacts:read', 'contacts:write', 'groups:read', 'groups:write', 'files:read', 'files:write'] as const;
 
 export type Scope = (typeof SCOPES)[number];
 
@@ -27,8 +20,7 @@ export function expandScopes(granted: Iterable<Scope>): Set<Scope> {
 
 /** Who is acting: an API key (limited to its scopes) or a signed-in dashboard user. */
 export type Actor =
-  | { kind: 'api_key'; keyId: string; scopes: ReadonlySet<Scope> }
-  | { kind: 'user'; userId: string; role: 'admin' | 'member' };
+  { kind: 'api_key'; keyId: string; scopes: ReadonlySet<Scope> } | { kind: 'user'; userId: string; role: 'admin' | 'member' };
 
 export function hasScope(actor: Actor, scope: Scope): boolean {
   // Every member of an organisation may work with its data in the dashboard.

@@ -55,13 +55,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') return done(null, undefined);
-    parseJson(request, body as string, done);
+    void parseJson(request, body as string, done);
   });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
     if (request.url.includes(KEY_PREFIX)) {
-      throw new UnauthorizedError('API keys must be sent in the Authorization header, never in a URL. Treat this key as exposed and revoke it.');
+      throw new UnauthorizedError(
+        'API keys must be sent in the Authorization header, never in a URL. Treat this key as exposed and revoke it.',
+      );
     }
   });
 
@@ -71,9 +73,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const allowed = allowedMethods(path);
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
-      return sendProblem(request, reply, config.docsUrl, 405, 'method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`);
+      return sendProblem(
+        request,
+        reply,
+        config.docsUrl,
+        405,
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`,
+      );
     }
-    return sendProblem(request, reply, config.docsUrl, 404, 'not_found', `There is no ${request.method} ${path}. See ${config.publicUrl}/docs.`);
+    return sendProblem(
+      request,
+      reply,
+      config.docsUrl,
+      404,
+      'not_found',
+      `There is no ${request.method} ${path}. See ${config.publicUrl}/docs.`,
+    );
   });
 
   await app.register(opsRoutes, { db: deps.db });

@@ -35,13 +35,22 @@ export function authenticate(deps: AuthDeps) {
     const decision = await deps.rateLimiter.take(key.id, key.orgId, now);
     setRateLimitHeaders(reply, policy, decision);
     if (decision.refusal === 'rate_limited') {
-      throw new RateLimitedError('rate_limited', `Too many requests for this key. Retry in ${decision.retryAfterSeconds} s.`, decision.retryAfterSeconds);
+      throw new RateLimitedError(
+        'rate_limited',
+        `Too many requests for this key. Retry in ${decision.retryAfterSeconds} s.`,
+        decision.retryAfterSeconds,
+      );
     }
     if (decision.refusal === 'quota_exceeded') {
       const resetsAt = new Date(decision.quota.resetsAt * 1000).toISOString();
-      throw new RateLimitedError('quota_exceeded', `The organisation has used its daily quota of ${decision.quota.limit} requests; it resets at ${resetsAt}.`, decision.retryAfterSeconds, {
-        quota: { policy: 'daily', limit: decision.quota.limit, used: decision.quota.used, resets_at: resetsAt },
-      });
+      throw new RateLimitedError(
+        'quota_exceeded',
+        `The organisation has used its daily quota of ${decision.quota.limit} requests; it resets at ${resetsAt}.`,
+        decision.retryAfterSeconds,
+        {
+          quota: { policy: 'daily', limit: decision.quota.limit, used: decision.quota.used, resets_at: resetsAt },
+        },
+      );
     }
     request.apiKey = key;
     // At most one write a minute per key, off the request's path.

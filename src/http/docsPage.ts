@@ -14,7 +14,8 @@ function resolve(doc: Json, schema: Json | undefined): Json {
 }
 
 function typeOf(doc: Json, schema: Json): string {
-  if (typeof schema.$ref === 'string') return `<a href="#schema-${escape(schema.$ref.split('/').pop() ?? '')}">${escape(schema.$ref.split('/').pop() ?? '')}</a>`;
+  if (typeof schema.$ref === 'string')
+    return `<a href="#schema-${escape(schema.$ref.split('/').pop() ?? '')}">${escape(schema.$ref.split('/').pop() ?? '')}</a>`;
   if (Array.isArray(schema.anyOf)) return (schema.anyOf as Json[]).map((s) => typeOf(doc, s)).join(' or ');
   if (schema.const !== undefined) return `<code>${escape(JSON.stringify(schema.const))}</code>`;
   if (schema.type === 'array') return `array of ${typeOf(doc, (schema.items ?? {}) as Json)}`;
@@ -25,7 +26,10 @@ function fieldTable(doc: Json, schema: Json): string {
   const properties = (schema.properties ?? {}) as Record<string, Json>;
   const required = new Set((schema.required ?? []) as string[]);
   const rows = Object.entries(properties).map(([name, prop]) => {
-    const limits = [prop.maxLength !== undefined ? `≤ ${String(prop.maxLength)} chars` : '', prop.maxItems !== undefined ? `≤ ${String(prop.maxItems)} items` : '']
+    const limits = [
+      prop.maxLength !== undefined ? `≤ ${String(prop.maxLength)} chars` : '',
+      prop.maxItems !== undefined ? `≤ ${String(prop.maxItems)} items` : '',
+    ]
       .filter(Boolean)
       .join(', ');
     return `<tr><td><code>${escape(name)}</code>${required.has(name) ? ' <em>required</em>' : ''}</td><td>${typeOf(doc, prop)}</td><td>${prose(prop.description)} ${limits}</td></tr>`;
@@ -60,7 +64,10 @@ ${body ? `<h4>Body</h4>${fieldTable(doc, resolve(doc, body.schema as Json))}` : 
       .join('\n')}`;
   });
   const schemas = Object.entries(((doc.components as Json).schemas ?? {}) as Record<string, Json>)
-    .map(([name, schema]) => `<section id="schema-${escape(name)}"><h3>${escape(name)}</h3><p>${prose(schema.description)}</p>${fieldTable(doc, schema)}</section>`)
+    .map(
+      ([name, schema]) =>
+        `<section id="schema-${escape(name)}"><h3>${escape(name)}</h3><p>${prose(schema.description)}</p>${fieldTable(doc, schema)}</section>`,
+    )
     .join('\n');
   const info = doc.info as Json;
   return `<!doctype html>

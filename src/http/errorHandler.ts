@@ -97,7 +97,14 @@ export function errorHandler(docsUrl: string) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return sendProblem(request, reply, docsUrl, 413, 'payload_too_large', 'The request body is larger than this server accepts.');
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return sendProblem(request, reply, docsUrl, 415, 'unsupported_media_type', 'Send request bodies as JSON with Content-Type: application/json.');
+        return sendProblem(
+          request,
+          reply,
+          docsUrl,
+          415,
+          'unsupported_media_type',
+          'Send request bodies as JSON with Content-Type: application/json.',
+        );
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
         return sendProblem(request, reply, docsUrl, 400, 'invalid_request', 'The body is empty; send a JSON object.', {
           errors: [{ field: 'body', message: 'must be a JSON object' }],
@@ -116,6 +123,13 @@ export function errorHandler(docsUrl: string) {
       });
     }
     request.log.error({ err: error }, 'request failed');
-    return sendProblem(request, reply, docsUrl, 500, 'internal_error', 'Something went wrong on our side. Quote the request_id to the operator.');
+    return sendProblem(
+      request,
+      reply,
+      docsUrl,
+      500,
+      'internal_error',
+      'Something went wrong on our side. Quote the request_id to the operator.',
+    );
   };
 }

@@ -40,7 +40,9 @@ export function canonicalJson(value: unknown): string {
 
 function fingerprint(request: FastifyRequest): string {
   const path = request.url.split('?')[0] ?? '';
-  return createHash('sha256').update(`${request.method} ${path}\n${canonicalJson(request.body ?? null)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${request.method} ${path}\n${canonicalJson(request.body ?? null)}`)
+    .digest('hex');
 }
 
 /** Whether a response is kept for replay: successes and domain refusals, not edge refusals. */
@@ -62,9 +64,14 @@ export function idempotencyPreHandler(db: Kysely<Database>) {
         request.idempotency = { orgId, key };
         return undefined;
       case 'in_progress':
-        throw new ConflictError('idempotency_conflict', 'A request with this Idempotency-Key is still in progress; retry once it has finished.');
+        throw new ConflictError(
+          'idempotency_conflict',
+          'A request with this Idempotency-Key is still in progress; retry once it has finished.',
+        );
       case 'mismatch':
-        throw new UnprocessableError('This Idempotency-Key was already used with a different method, path or body. Use a new key for a new request.');
+        throw new UnprocessableError(
+          'This Idempotency-Key was already used with a different method, path or body. Use a new key for a new request.',
+        );
       case 'replay':
         for (const [name, value] of Object.entries(result.response.headers)) reply.header(name, value);
         return reply.code(result.response.status).header('idempotent-replayed', 'true').send(result.response.body);

@@ -16,7 +16,13 @@ function bindingOf(request: FastifyRequest, orgId: string, filters: Record<strin
   return JSON.stringify([orgId, request.routeOptions.url, params ?? {}, filters]);
 }
 
-export function pageRequest(request: FastifyRequest, ctx: Ctx, secret: string, query: ListQuery, filters: Record<string, unknown> = {}): PageRequest {
+export function pageRequest(
+  request: FastifyRequest,
+  ctx: Ctx,
+  secret: string,
+  query: ListQuery,
+  filters: Record<string, unknown> = {},
+): PageRequest {
   const binding = bindingOf(request, ctx.orgId, filters);
   return {
     limit: query.limit ?? 25,
@@ -32,6 +38,7 @@ export function listEnvelope<T extends { id: string; created_at: string }>(
   filters: Record<string, unknown> = {},
 ) {
   const last = page.items[page.items.length - 1];
-  const next = page.hasMore && last ? encodeCursor(secret, bindingOf(request, ctx.orgId, filters), { createdAt: last.created_at, id: last.id }) : null;
+  const next =
+    page.hasMore && last ? encodeCursor(secret, bindingOf(request, ctx.orgId, filters), { createdAt: last.created_at, id: last.id }) : null;
   return { object: 'list' as const, data: page.items, has_more: page.hasMore, next_cursor: next };
 }

@@ -48,7 +48,9 @@ function responseObject(route: Documented, status: string, schema: unknown): Jso
   if (route.idempotent && code < 300) headers['idempotent-replayed'] = { $ref: '#/components/headers/IdempotentReplayed' };
   const isError = code >= 400;
   const description = isError
-    ? `Error. Codes: ${codesFor(code).map((c) => `\`${c}\``).join(', ')}.`
+    ? `Error. Codes: ${codesFor(code)
+        .map((c) => `\`${c}\``)
+        .join(', ')}.`
     : String((schema as Json).description ?? 'Success.');
   return {
     description,
@@ -115,21 +117,33 @@ function components(): Json {
         name: 'Idempotency-Key',
         in: 'header',
         required: false,
-        description: 'Up to 255 printable characters. The same key and body within 24 hours replays the first response (with `idempotent-replayed: true`) instead of acting twice.',
+        description:
+          'Up to 255 printable characters. The same key and body within 24 hours replays the first response (with `idempotent-replayed: true`) instead of acting twice.',
         schema: { type: 'string', minLength: 1, maxLength: 255 },
         example: '0b4c7e9e-2f7a-4a53-9d5e-6a1f0c3e8d21',
       },
     },
     headers: {
       RequestId: { description: 'Identifier of this request; the same as `request_id` in errors.', schema: { type: 'string' } },
-      RateLimit: { description: 'The key\'s bucket: `"default";r=<whole requests left>;t=<seconds until full>`.', schema: { type: 'string' }, example: '"default";r=59;t=1' },
-      RateLimitPolicy: { description: 'The limits in force: the key\'s bucket (`q` requests, refilled over `w` seconds) and the organisation\'s daily quota.', schema: { type: 'string' }, example: '"default";q=60;w=12, "daily";q=10000;w=86400' },
-      XRateLimitLimit: { description: 'The organisation\'s daily quota.', schema: { type: 'integer' } },
-      XRateLimitRemaining: { description: 'Requests left in the organisation\'s daily quota.', schema: { type: 'integer' } },
+      RateLimit: {
+        description: 'The key\'s bucket: `"default";r=<whole requests left>;t=<seconds until full>`.',
+        schema: { type: 'string' },
+        example: '"default";r=59;t=1',
+      },
+      RateLimitPolicy: {
+        description: "The limits in force: the key's bucket (`q` requests, refilled over `w` seconds) and the organisation's daily quota.",
+        schema: { type: 'string' },
+        example: '"default";q=60;w=12, "daily";q=10000;w=86400',
+      },
+      XRateLimitLimit: { description: "The organisation's daily quota.", schema: { type: 'integer' } },
+      XRateLimitRemaining: { description: "Requests left in the organisation's daily quota.", schema: { type: 'integer' } },
       XRateLimitReset: { description: 'Unix time (seconds) of the next midnight UTC, when the quota resets.', schema: { type: 'integer' } },
       RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
       WWWAuthenticate: { description: 'Always `Bearer realm="orgdata"`.', schema: { type: 'string' } },
-      IdempotentReplayed: { description: '`true` when this response is a replay of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+      IdempotentReplayed: {
+        description: '`true` when this response is a replay of an earlier request with the same Idempotency-Key.',
+        schema: { type: 'string', enum: ['true'] },
+      },
     },
   };
 }
@@ -143,7 +157,14 @@ export function openApiCollector(app: FastifyInstance, publicUrl: string): () =>
     if (!schema?.operationId || methods.includes('HEAD')) return;
     const scope = (route.config as { scope?: string } | undefined)?.scope;
     for (const method of methods) {
-      routes.push({ method: method.toLowerCase(), url: route.url, schema, scope, authenticated: scope !== undefined, idempotent: method === 'POST' && scope !== undefined });
+      routes.push({
+        method: method.toLowerCase(),
+        url: route.url,
+        schema,
+        scope,
+        authenticated: scope !== undefined,
+        idempotent: method === 'POST' && scope !== undefined,
+      });
     }
   });
   let document: Json | null = null;
@@ -161,7 +182,7 @@ export function openApiCollector(app: FastifyInstance, publicUrl: string): () =>
         title: 'orgdata API',
         version: '1.0.0',
         description:
-          'An organisation\'s contacts, labels, groups and files. Authenticate with `Authorization: Bearer od_live_…`. ' +
+          "An organisation's contacts, labels, groups and files. Authenticate with `Authorization: Bearer od_live_…`. " +
           'Lists are cursor-paginated (`limit` 1–100, `cursor` from `next_cursor`). Unknown query parameters and body fields are refused (400). ' +
           'Every POST accepts an Idempotency-Key. Errors are RFC 9457 problem documents.',
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },

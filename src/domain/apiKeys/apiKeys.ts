@@ -69,11 +69,7 @@ export interface CreateApiKeyInput {
   expiresInDays?: number | null;
 }
 
-export async function createApiKey(
-  admin: KeyAdmin,
-  secret: string,
-  input: CreateApiKeyInput,
-): Promise<ApiKeyView & { key: string }> {
+export async function createApiKey(admin: KeyAdmin, secret: string, input: CreateApiKeyInput): Promise<ApiKeyView & { key: string }> {
   await requireAdmin(admin);
   const errors = [];
   const name = input.name.trim();
@@ -172,12 +168,7 @@ export interface AuthenticatedKey {
 }
 
 /** Resolves a presented key, or throws 401-worthy errors that never say which check failed. */
-export async function authenticateKey(
-  db: Kysely<Database>,
-  secret: string,
-  presented: string,
-  now: Date,
-): Promise<AuthenticatedKey> {
+export async function authenticateKey(db: Kysely<Database>, secret: string, presented: string, now: Date): Promise<AuthenticatedKey> {
   if (!isWellFormedKey(presented)) throw new UnauthorizedError('The API key is malformed.');
   const row = await db
     .selectFrom('api_keys')
@@ -203,12 +194,7 @@ export const LAST_USED_INTERVAL_MS = 60_000;
  * Records last use at most once a minute per key: callers skip it when the row they just read is
  * fresh, and the condition keeps several instances from writing within the same minute.
  */
-export async function recordKeyUse(
-  db: Kysely<Database>,
-  key: AuthenticatedKey,
-  origin: string,
-  now: Date,
-): Promise<void> {
+export async function recordKeyUse(db: Kysely<Database>, key: AuthenticatedKey, origin: string, now: Date): Promise<void> {
   const threshold = nowIso(new Date(now.getTime() - LAST_USED_INTERVAL_MS));
   if (key.lastUsedAt !== null && key.lastUsedAt > threshold) return;
   await db
@@ -233,7 +219,10 @@ function truncateIp(ip: string): string {
     const groups = head.split(':').filter(Boolean);
     const tailGroups = tail.split(':').filter(Boolean);
     const full = [...groups, ...Array(Math.max(0, 8 - groups.length - tailGroups.length)).fill('0'), ...tailGroups];
-    return `${full.slice(0, 3).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/48`;
+    return `${full
+      .slice(0, 3)
+      .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+      .join(':')}::/48`;
   }
   return 'unknown network';
 }

@@ -26,7 +26,11 @@ export async function listContacts(ctx: Ctx, page: PageRequest, filters: Contact
     );
   }
   if (page.after) query = query.where(afterPosition('contacts', page.after));
-  const rows = await query.orderBy('contacts.created_at').orderBy('contacts.id').limit(page.limit + 1).execute();
+  const rows = await query
+    .orderBy('contacts.created_at')
+    .orderBy('contacts.id')
+    .limit(page.limit + 1)
+    .execute();
   const { items, hasMore } = toPage(rows, page.limit);
   return { items: await toContactViews(ctx.db, ctx.orgId, items), hasMore };
 }

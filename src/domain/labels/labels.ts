@@ -55,12 +55,13 @@ export async function createLabel(ctx: Ctx, input: { name: string }): Promise<La
 
 export async function listLabels(ctx: Ctx, page: PageRequest): Promise<Page<LabelView>> {
   requireScope(ctx.actor, 'contacts:read');
-  let query = ctx.db
-    .selectFrom('labels')
-    .select(['id', 'name', 'created_at', 'updated_at'])
-    .where('org_id', '=', ctx.orgId);
+  let query = ctx.db.selectFrom('labels').select(['id', 'name', 'created_at', 'updated_at']).where('org_id', '=', ctx.orgId);
   if (page.after) query = query.where(afterPosition('labels', page.after));
-  const rows = await query.orderBy('created_at').orderBy('id').limit(page.limit + 1).execute();
+  const rows = await query
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(page.limit + 1)
+    .execute();
   const { items, hasMore } = toPage(rows, page.limit);
   return { items: items.map(toLabelView), hasMore };
 }

@@ -37,11 +37,7 @@ async function findOrCreateUser(
   password: string,
   now: Date,
 ): Promise<UserView & { created: boolean }> {
-  const existing = await db
-    .selectFrom('users')
-    .select(['id', 'email'])
-    .where('email_lower', '=', email.toLowerCase())
-    .executeTakeFirst();
+  const existing = await db.selectFrom('users').select(['id', 'email']).where('email_lower', '=', email.toLowerCase()).executeTakeFirst();
   if (existing) return { ...existing, created: false };
   const user = {
     id: newId('usr'),
@@ -102,7 +98,10 @@ export async function addUser(
       .where('user_id', '=', user.id)
       .executeTakeFirst();
     if (member) throw new ConflictError('member_exists', `${input.email} is already a member of this organisation.`);
-    await trx.insertInto('memberships').values({ org_id: input.orgId, user_id: user.id, role, created_at: nowIso(now) }).execute();
+    await trx
+      .insertInto('memberships')
+      .values({ org_id: input.orgId, user_id: user.id, role, created_at: nowIso(now) })
+      .execute();
     return { ...user, role };
   });
 }

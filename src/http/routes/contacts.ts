@@ -24,7 +24,8 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
     schema: {
       operationId: 'listContacts',
       summary: 'List contacts',
-      description: 'Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk; a cursor only works with the filters it was issued for.',
+      description:
+        'Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk; a cursor only works with the filters it was issued for.',
       tags,
       querystring: ContactListQuery,
       response: responses({ 200: ContactList }),
@@ -50,7 +51,10 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
     },
     handler: async (request, reply) => {
       const contact = await createContact(ctxOf(request, db), request.body);
-      return reply.code(201).header('location', `${request.url.split('?')[0]}/${contact.id}`).send(contact);
+      return reply
+        .code(201)
+        .header('location', `${request.url.split('?')[0]}/${contact.id}`)
+        .send(contact);
     },
   });
 

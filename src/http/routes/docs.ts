@@ -42,6 +42,9 @@ section{border-top:1px solid #d0d7de;padding:.75rem 0}h2{font-size:1.1rem;margin
 <p>Every error is an RFC 9457 <code>application/problem+json</code> document with <code>type</code>, <code>title</code>, <code>status</code>,
 <code>code</code>, <code>detail</code> and <code>request_id</code>. Its <code>type</code> links to the entry below. Back to the <a href="/docs">API reference</a>.</p>
 ${Object.entries(ERROR_CODES)
-  .map(([code, info]) => `<section id="${code}"><h2><a href="#${code}"><code>${code}</code></a> <span class="status">${info.status}</span></h2><p>${inlineCode(info.summary)}</p></section>`)
+  .map(
+    ([code, info]) =>
+      `<section id="${code}"><h2><a href="#${code}"><code>${code}</code></a> <span class="status">${info.status}</span></h2><p>${inlineCode(info.summary)}</p></section>`,
+  )
   .join('\n')}
 </body></html>`;

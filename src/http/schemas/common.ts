@@ -54,10 +54,7 @@ export function ListOf<T extends TSchema>(item: T, description: string) {
 }
 
 export function Deleted(object: string) {
-  return Type.Object(
-    { object: Type.Literal(object), id: Type.String(), deleted: Type.Literal(true) },
-    { additionalProperties: false },
-  );
+  return Type.Object({ object: Type.Literal(object), id: Type.String(), deleted: Type.Literal(true) }, { additionalProperties: false });
 }
 
 export const IdParam = (prefix: string, what: string) =>

@@ -88,7 +88,9 @@ export const ContactListQuery = Type.Object(
   {
     limit: Type.Optional(Limit),
     cursor: Type.Optional(Cursor),
-    email: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.email, description: 'Only the contact with this email (case-insensitive).' })),
+    email: Type.Optional(
+      Type.String({ minLength: 1, maxLength: LIMITS.email, description: 'Only the contact with this email (case-insensitive).' }),
+    ),
     label_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts that carry this label.' })),
   },
   { additionalProperties: false },

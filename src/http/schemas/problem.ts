@@ -12,13 +12,14 @@ export const Problem = named(
       detail: Type.String({ description: 'Human-readable explanation.' }),
       request_id: Type.String({ description: 'Quote this to the operator.' }),
       errors: Type.Optional(
-        Type.Array(
-          Type.Object({ field: Type.String(), message: Type.String() }, { additionalProperties: false }),
-          { description: 'With `invalid_request`: every field that was refused, and why.' },
-        ),
+        Type.Array(Type.Object({ field: Type.String(), message: Type.String() }, { additionalProperties: false }), {
+          description: 'With `invalid_request`: every field that was refused, and why.',
+        }),
       ),
       existing_id: Type.Optional(
-        Type.Union([Type.String(), Type.Null()], { description: 'With `contact_exists` and `label_exists`: the record that already has that value.' }),
+        Type.Union([Type.String(), Type.Null()], {
+          description: 'With `contact_exists` and `label_exists`: the record that already has that value.',
+        }),
       ),
       quota: Type.Optional(
         Type.Object(
@@ -28,7 +29,7 @@ export const Problem = named(
             used: Type.Integer(),
             resets_at: Type.String({ format: 'date-time' }),
           },
-          { additionalProperties: false, description: 'With `quota_exceeded`: the organisation\'s daily allowance.' },
+          { additionalProperties: false, description: "With `quota_exceeded`: the organisation's daily allowance." },
         ),
       ),
     },

@@ -24,13 +24,7 @@ export type ClaimResult =
  * PostgreSQL alike. A claim carries `locked_until`; a claim left by a crashed request lapses then
  * and the next retry takes it over, so no key stays locked forever.
  */
-export async function claim(
-  db: Kysely<Database>,
-  orgId: string,
-  key: string,
-  fingerprint: string,
-  now: Date,
-): Promise<ClaimResult> {
+export async function claim(db: Kysely<Database>, orgId: string, key: string, fingerprint: string, now: Date): Promise<ClaimResult> {
   const at = now.toISOString();
   const lockedUntil = new Date(now.getTime() + LOCK_MS).toISOString();
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -58,7 +52,12 @@ export async function claim(
     if (!row) continue; // released or purged meanwhile: claim again
     if (row.expires_at <= at) {
       // Past the 24-hour window the key is free again.
-      await db.deleteFrom('idempotency_keys').where('org_id', '=', orgId).where('key', '=', key).where('expires_at', '=', row.expires_at).execute();
+      await db
+        .deleteFrom('idempotency_keys')
+        .where('org_id', '=', orgId)
+        .where('key', '=', key)
+        .where('expires_at', '=', row.expires_at)
+        .execute();
       continue;
     }
     if (row.fingerprint !== fingerprint) return { outcome: 'mismatch' };

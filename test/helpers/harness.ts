@@ -1,0 +1,164 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import { loadConfig, type Config } from '../../src/config.js';
+import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
+import { createApiKey } from '../../src/domain/apiKeys/apiKeys.js';
+import { randomBase62 } from '../../src/domain/ids.js';
+import { addUser, createOrg } from '../../src/domain/orgs/orgs.js';
+import { buildApp } from '../../src/http/app.js';
+import { MemoryRateLimiter } from '../../src/infra/rateLimit/memoryRateLimiter.js';
+import type { RateLimiter } from '../../src/infra/rateLimit/rateLimiter.js';
+import { RedisRateLimiter } from '../../src/infra/rateLimit/redisRateLimiter.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** Every database suite runs on SQLite, and on PostgreSQL too when TEST_DATABASE_URL is set. */
+export const DIALECTS: Dialect[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? null;
+
+export const SECRET = 'test-secret-key-that-is-at-least-32-characters';
+
+/** A fresh database: an in-memory SQLite, or a schema of its own in the test PostgreSQL. */
+export async function freshDatabase(dialect: Dialect, shared?: { schema: string }): Promise<Db & { schema: string | null }> {
+  if (dialect === 'sqlite') {
+    const db = openDatabase({ databaseUrl: null, dataDir: ':memory:' });
+    await migrateToLatest(db);
+    return { ...db, schema: null };
+  }
+  const url = process.env.TEST_DATABASE_URL!;
+  const schema = shared?.schema ?? `t_${randomBase62(12).toLowerCase()}`;
+  if (!shared) {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`CREATE SCHEMA ${schema}`);
+    await client.end();
+  }
+  const db = openDatabase({ databaseUrl: url, dataDir: ':memory:', pgSchema: schema });
+  if (!shared) await migrateToLatest(db);
+  return {
+    ...db,
+    schema,
+    close: async () => {
+      await db.close();
+      if (!shared) {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        await client.end();
+      }
+    },
+  };
+}
+
+export interface HarnessOptions {
+  env?: Record<string, string>;
+  /** Use Redis for rate limits (needs TEST_REDIS_URL). */
+  redis?: boolean;
+  /** Share another harness's database (a second server instance). */
+  shareDbWith?: Harness;
+}
+
+export interface Org {
+  orgId: string;
+  adminId: string;
+  adminEmail: string;
+  /** Makes an API key with these scopes, created by the org's admin. */
+  key(scopes: string[], options?: { expiresInDays?: number | null; userId?: string }): Promise<string>;
+}
+
+export interface Harness {
+  app: FastifyInstance;
+  db: Db & { schema: string | null };
+  config: Config;
+  rateLimiter: RateLimiter;
+  dialect: Dialect;
+  newOrg(name?: string): Promise<Org>;
+  /** app.inject with a bearer key and JSON body. */
+  call(
+    key: string | null,
+    method: InjectOptions['method'],
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}): Promise<Harness> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'orgdata-test-'));
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    SECRET_KEY: SECRET,
+    RATE_LIMIT_BURST: '100000',
+    RATE_LIMIT_PER_SECOND: '100000',
+    DAILY_QUOTA: '1000000',
+    PUBLIC_URL: 'http://orgdata.test',
+    ...options.env,
+  });
+  const db = options.shareDbWith
+    ? await freshDatabase(dialect, options.shareDbWith.db.schema ? { schema: options.shareDbWith.db.schema } : undefined)
+    : await freshDatabase(dialect);
+  if (options.shareDbWith && dialect === 'sqlite') throw new Error('two instances need PostgreSQL');
+  const settings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
+  const rateLimiter = options.redis
+    ? await RedisRateLimiter.connect(TEST_REDIS_URL!, settings, `orgdata-test:${randomBase62(8)}:`)
+    : new MemoryRateLimiter(settings);
+  const app = await buildApp({ config, db, rateLimiter, logger: false });
+  await app.ready();
+
+  const harness: Harness = {
+    app,
+    db,
+    config,
+    rateLimiter,
+    dialect,
+    async newOrg(name = 'Test org') {
+      const adminEmail = `admin-${randomBase62(10).toLowerCase()}@example.com`;
+      const { org, user } = await createOrg(db.kysely, { name, adminEmail, adminPassword: 'correct horse battery' });
+      return {
+        orgId: org.id,
+        adminId: user.id,
+        adminEmail,
+        async key(scopes, keyOptions = {}) {
+          const created = await createApiKey(
+            { db: db.kysely, orgId: org.id, userId: keyOptions.userId ?? user.id, now: new Date() },
+            config.secretKey,
+            { name: 'test key', scopes, expiresInDays: keyOptions.expiresInDays },
+          );
+          return created.key;
+        },
+      };
+    },
+    call(key, method, url, body, headers = {}) {
+      return app.inject({
+        method,
+        url,
+        headers: {
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
+        ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+      });
+    },
+    async close() {
+      await app.close();
+      await rateLimiter.close();
+      await db.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return harness;
+}
+
+/** Adds a member (or admin) to an org, returning the user id. */
+export async function addMember(h: Harness, orgId: string, role: 'admin' | 'member'): Promise<{ id: string; email: string }> {
+  const email = `user-${randomBase62(10).toLowerCase()}@example.com`;
+  const user = await addUser(h.db.kysely, { orgId, email, password: 'correct horse battery', role });
+  return { id: user.id, email };
+}
+
+export const ALL_SCOPES = ['contacts:read', 'contacts:write', 'groups:read', 'groups:write', 'files:read', 'files:write'];
