@@ -16,9 +16,38 @@ export function randomBase62(length: number): string {
 
 export type IdPrefix = 'con' | 'lbl' | 'grp' | 'file' | 'key' | 'org' | 'usr';
 
-/** Opaque identifiers with a type prefix, e.g. `con_8fK2...`. 20 base62 characters ≈ 119 bits. */
+const TIME_CHARS = 8; // 62^8 ms ≈ 6,900 years
+const RANDOM_CHARS = 12; // ≈ 71 bits
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+function encode(n: number, width: number): string {
+  let out = '';
+  for (let i = 0; i < width; i++) {
+    out = ALPHABET[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out;
+}
+
+/**
+ * Opaque identifiers with a type prefix, e.g. `con_0Q8fK2mN…`: 8 characters of time then 12
+ * random, like a ULID. Within one process ids only grow, so records made in the same millisecond
+ * still list in the order they were made (lists order by created_at, then id).
+ */
 export function newId(prefix: IdPrefix): string {
-  return `${prefix}_${randomBase62(20)}`;
+  const now = Date.now();
+  if (now > lastTime) {
+    lastTime = now;
+    lastRandom = [...randomBase62(RANDOM_CHARS)].map((c) => ALPHABET.indexOf(c));
+  } else {
+    // Same millisecond (or the clock stepped back): count up from the previous id.
+    for (let i = RANDOM_CHARS - 1; i >= 0; i--) {
+      lastRandom[i] = (lastRandom[i]! + 1) % 62;
+      if (lastRandom[i] !== 0) break;
+    }
+  }
+  return `${prefix}_${encode(lastTime, TIME_CHARS)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
 }
 
 /** Whether `value` looks like an id of this kind; lets a lookup skip the database for garbage. */

@@ -1,4 +1,5 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
 import type { Db } from '../db/database.js';
 import { KEY_IN_TEXT, KEY_PREFIX } from '../domain/apiKeys/format.js';
 import { UnauthorizedError } from '../domain/errors.js';
@@ -19,8 +20,8 @@ export interface AppDeps {
   config: Config;
   db: Db;
   rateLimiter: RateLimiter;
-  /** Fastify's logger setting; tests pass false. */
-  logger?: FastifyServerOptions['logger'];
+  /** false turns logging off (tests); a stream receives the JSON log lines instead of stdout. */
+  logger?: false | { stream: DestinationStream };
   https?: { cert: Buffer; key: Buffer } | null;
 }
 
@@ -31,14 +32,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     logger:
-      deps.logger === undefined
-        ? {
+      deps.logger === false
+        ? false
+        : {
             level: config.logLevel,
+            ...(deps.logger?.stream ? { stream: deps.logger.stream } : {}),
             serializers: {
               req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
             },
-          }
-        : deps.logger,
+          },
     ...(deps.https ? { https: deps.https } : {}),
     genReqId: () => `req_${randomBase62(20)}`,
     requestIdHeader: false,

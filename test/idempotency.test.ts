@@ -1,0 +1,212 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import type { KyselyPlugin } from 'kysely';
+import { buildApp } from '../src/http/app.js';
+import { canonicalJson } from '../src/http/idempotency.js';
+import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+
+const fingerprintOf = (body: unknown) =>
+  createHash('sha256')
+    .update(`POST /api/v1/contacts\n${canonicalJson(body)}`)
+    .digest('hex');
+
+describe.each(DIALECTS)('idempotency on %s', (dialect) => {
+  let h: Harness;
+  let org: Org;
+  let key: string;
+  beforeAll(async () => {
+    h = await makeHarness(dialect);
+    org = await h.newOrg();
+    key = await org.key(['contacts:write']);
+  });
+  afterAll(() => h.close());
+
+  const post = (body: unknown, idem?: string, k = key, url = '/api/v1/contacts') =>
+    h.call(k, 'POST', url, body, idem === undefined ? {} : { 'idempotency-key': idem });
+  const count = async (email: string) =>
+    (await h.call(key, 'GET', `/api/v1/contacts?email=${encodeURIComponent(email)}`)).json().data.length;
+
+  it('replays the first response for the same key and body, creating nothing twice', async () => {
+    const body = { first_name: 'I', email: 'replay@example.com', notes: 'x' };
+    const first = await post(body, 'key-replay');
+    expect(first.statusCode).toBe(201);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await post({ notes: 'x', email: 'replay@example.com', first_name: 'I' }, 'key-replay');
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(first.body);
+    expect(again.headers.location).toBe(first.headers.location);
+    expect(again.headers['content-type']).toBe(first.headers['content-type']);
+    // Rate-limit headers are fresh, not replayed.
+    expect(again.headers['x-ratelimit-remaining']).not.toBe(first.headers['x-ratelimit-remaining']);
+    expect(await count('replay@example.com')).toBe(1);
+    // Quoted and bare forms are the same key.
+    const quoted = await post(body, '"key-replay"');
+    expect(quoted.headers['idempotent-replayed']).toBe('true');
+  });
+
+  it('answers 422 for the same key with another body or path', async () => {
+    await post({ first_name: 'J', email: 'j@example.com' }, 'key-422');
+    const other = await post({ first_name: 'J', email: 'j2@example.com' }, 'key-422');
+    expect(other.statusCode).toBe(422);
+    expect(other.json()).toMatchObject({ code: 'idempotency_key_reused', status: 422 });
+    const otherPath = await post({ name: 'J' }, 'key-422', key, '/api/v1/contacts/labels');
+    expect(otherPath.statusCode).toBe(422);
+    expect(await count('j2@example.com')).toBe(0);
+  });
+
+  it('refuses malformed keys', async () => {
+    for (const bad of ['', 'x'.repeat(256), 'tab\there', '""']) {
+      const res = await post({ first_name: 'K', email: 'k@example.com' }, bad);
+      expect(res.statusCode, JSON.stringify(bad)).toBe(400);
+      expect(res.json().code).toBe('invalid_idempotency_key');
+    }
+    expect((await post({ first_name: 'K', email: 'k255@example.com' }, 'x'.repeat(255))).statusCode).toBe(201);
+    expect(await count('k@example.com')).toBe(0);
+  });
+
+  it('does not keep validation failures: the key can then be used with a valid body', async () => {
+    const invalid = await post({ first_name: 'L' }, 'key-validation');
+    expect(invalid.statusCode).toBe(400);
+    const valid = await post({ first_name: 'L', email: 'l@example.com' }, 'key-validation');
+    expect(valid.statusCode).toBe(201);
+    expect(valid.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('keeps domain refusals: a replayed contact_exists stays a 409', async () => {
+    await post({ first_name: 'M', email: 'm@example.com' });
+    const conflict = await post({ first_name: 'M', email: 'm@example.com' }, 'key-conflict');
+    expect(conflict.statusCode).toBe(409);
+    const replay = await post({ first_name: 'M', email: 'm@example.com' }, 'key-conflict');
+    expect(replay.statusCode).toBe(409);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toBe(conflict.body);
+  });
+
+  it('answers 409 while the first request with the key is in flight', async () => {
+    const body = { first_name: 'N', email: 'n@example.com' };
+    const now = Date.now();
+    await h.db.kysely
+      .insertInto('idempotency_keys')
+      .values({
+        org_id: org.orgId,
+        key: 'key-in-flight',
+        fingerprint: fingerprintOf(body),
+        state: 'in_progress',
+        locked_until: new Date(now + 60_000).toISOString(),
+        response_status: null,
+        response_headers: null,
+        response_body: null,
+        created_at: new Date(now).toISOString(),
+        expires_at: new Date(now + 86_400_000).toISOString(),
+      })
+      .execute();
+    const res = await post(body, 'key-in-flight');
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ code: 'idempotency_conflict', status: 409 });
+    expect(res.headers['ratelimit']).toBeDefined();
+    expect(await count('n@example.com')).toBe(0);
+  });
+
+  it('two really concurrent requests with one key create exactly one record', async () => {
+    // Every query of this second app instance takes a few milliseconds longer, so the first
+    // request is still in flight when the others arrive (SQLite would otherwise finish it first).
+    const slow: KyselyPlugin = {
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        await new Promise((r) => setTimeout(r, 5));
+        return args.result;
+      },
+    };
+    const app = await buildApp({
+      config: h.config,
+      db: { ...h.db, kysely: h.db.kysely.withPlugin(slow) },
+      rateLimiter: h.rateLimiter,
+      logger: false,
+    });
+    try {
+      const body = { first_name: 'R', email: 'race@example.com' };
+      const responses = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          app.inject({
+            method: 'POST',
+            url: '/api/v1/contacts',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'key-race' },
+            payload: JSON.stringify(body),
+          }),
+        ),
+      );
+      for (const r of responses) {
+        if (r.statusCode === 409) expect(r.json().code).toBe('idempotency_conflict');
+        else expect(r.statusCode).toBe(201);
+      }
+      const originals = responses.filter((r) => r.statusCode === 201 && r.headers['idempotent-replayed'] === undefined);
+      expect(originals.length).toBe(1);
+      expect(responses.filter((r) => r.statusCode === 409).length).toBeGreaterThan(0);
+      expect(await count('race@example.com')).toBe(1);
+      // Once the first has finished, the key replays.
+      const after = await post(body, 'key-race');
+      expect(after.headers['idempotent-replayed']).toBe('true');
+      expect(after.json().id).toBe(originals[0]!.json().id);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a crashed request does not lock its key forever', async () => {
+    const body = { first_name: 'C', email: 'crash@example.com' };
+    // Simulate the first request's server dying mid-request: a claim whose lock has lapsed.
+    const fingerprint = fingerprintOf(body);
+    const past = Date.now() - 120_000;
+    await h.db.kysely
+      .insertInto('idempotency_keys')
+      .values({
+        org_id: org.orgId,
+        key: 'key-crash',
+        fingerprint,
+        state: 'in_progress',
+        locked_until: new Date(past + 60_000).toISOString(),
+        response_status: null,
+        response_headers: null,
+        response_body: null,
+        created_at: new Date(past).toISOString(),
+        expires_at: new Date(past + 86_400_000).toISOString(),
+      })
+      .execute();
+    const res = await post(body, 'key-crash');
+    expect(res.statusCode).toBe(201);
+    const replay = await post(body, 'key-crash');
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+  });
+
+  it('forgets a key after 24 hours', async () => {
+    const body = { first_name: 'O', email: 'old@example.com' };
+    const first = await post(body, 'key-old');
+    await h.db.kysely
+      .updateTable('idempotency_keys')
+      .set({ expires_at: new Date(Date.now() - 1).toISOString() })
+      .where('org_id', '=', org.orgId)
+      .where('key', '=', 'key-old')
+      .execute();
+    await h.call(key, 'DELETE', `/api/v1/contacts/${first.json().id}`);
+    const again = await post(body, 'key-old');
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+    expect(again.json().id).not.toBe(first.json().id);
+  });
+
+  it('is scoped to the organisation: a rotated key replays, another org does not', async () => {
+    const body = { first_name: 'S', email: 'scope@example.com' };
+    const first = await post(body, 'key-scope');
+    const rotated = await org.key(['contacts:write']);
+    const viaRotated = await post(body, 'key-scope', rotated);
+    expect(viaRotated.headers['idempotent-replayed']).toBe('true');
+    expect(viaRotated.json().id).toBe(first.json().id);
+    const other = await h.newOrg();
+    const otherKey = await other.key(['contacts:write']);
+    const elsewhere = await post(body, 'key-scope', otherKey);
+    expect(elsewhere.statusCode).toBe(201);
+    expect(elsewhere.headers['idempotent-replayed']).toBeUndefined();
+    expect(elsewhere.json().id).not.toBe(first.json().id);
+  });
+});
