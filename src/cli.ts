@@ -79,7 +79,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       return null;
     }
     case 'migrate': {
-      const applied = await withDb(config, async (db) => migrateToLatest(db));
+      const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+      const applied = await migrateToLatest(db).finally(() => db.close());
       return { json: { applied }, text: applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date' };
     }
     case 'org create': {

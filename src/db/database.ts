@@ -11,6 +11,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface Db {
   kysely: Kysely<Database>;
   dialect: Dialect;
+  /** PostgreSQL schema the tables live in, when not the connection's default. */
+  pgSchema?: string;
   close(): Promise<void>;
 }
 
@@ -33,7 +35,7 @@ export function openDatabase(options: DatabaseOptions): Db {
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {});
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
+    return { kysely, dialect: 'postgres', pgSchema: options.pgSchema, close: () => kysely.destroy() };
   }
   let file = ':memory:';
   if (options.dataDir !== ':memory:') {
@@ -56,7 +58,8 @@ const migrations: Record<string, Migration> = {
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };
 
 export function migrator(db: Db): Migrator {
-  return new Migrator({ db: db.kysely, provider });
+  // Name the schema when there is one: otherwise Kysely may see another schema's migration tables.
+  return new Migrator({ db: db.kysely, provider, ...(db.pgSchema ? { migrationTableSchema: db.pgSchema } : {}) });
 }
 
 /** Applies every pending migration; throws with the failing migration's name on error. */

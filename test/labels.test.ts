@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+
+describe.each(DIALECTS)('labels on %s', (dialect) => {
+  let h: Harness;
+  let org: Org;
+  let key: string;
+  beforeAll(async () => {
+    h = await makeHarness(dialect);
+    org = await h.newOrg();
+    key = await org.key(['contacts:write']);
+  });
+  afterAll(() => h.close());
+
+  const label = async (name: string) => {
+    const res = await h.call(key, 'POST', '/api/v1/contacts/labels', { name });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json() as { id: string; name: string };
+  };
+  const contact = async (email: string, extra: Record<string, unknown> = {}) => {
+    const res = await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'C', email, ...extra });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json() as { id: string; labels: { id: string }[] };
+  };
+
+  it('creates, renames and deletes labels; names are unique case-insensitively', async () => {
+    const vip = await label('VIP');
+    expect(vip).toMatchObject({ object: 'label', name: 'VIP' });
+    expect(vip.id).toMatch(/^lbl_/);
+    const dup = await h.call(key, 'POST', '/api/v1/contacts/labels', { name: 'vip' });
+    expect(dup.statusCode).toBe(409);
+    expect(dup.json()).toMatchObject({ code: 'label_exists', existing_id: vip.id });
+    const other = await label('Press');
+    expect((await h.call(key, 'PATCH', `/api/v1/contacts/labels/${other.id}`, { name: 'VIP' })).json().code).toBe('label_exists');
+    const renamed = await h.call(key, 'PATCH', `/api/v1/contacts/labels/${other.id}`, { name: 'Media' });
+    expect(renamed.json()).toMatchObject({ id: other.id, name: 'Media' });
+    expect((await h.call(key, 'GET', `/api/v1/contacts/labels/${other.id}`)).json().name).toBe('Media');
+    for (const bad of [{ name: '' }, { name: '   ' }, { name: 'x'.repeat(101) }, { name: 5 }, {}, { name: 'ok', color: 'red' }]) {
+      const res = await h.call(key, 'POST', '/api/v1/contacts/labels', bad);
+      expect(res.statusCode, JSON.stringify(bad)).toBe(400);
+      expect(res.json().code).toBe('invalid_request');
+    }
+    expect((await h.call(key, 'DELETE', `/api/v1/contacts/labels/${other.id}`)).json()).toEqual({
+      object: 'label',
+      id: other.id,
+      deleted: true,
+    });
+    expect((await h.call(key, 'GET', `/api/v1/contacts/labels/${other.id}`)).statusCode).toBe(404);
+  });
+
+  it('attaches and detaches labels; attaching twice changes nothing', async () => {
+    const a = await label('Attach A');
+    const c = await contact('attach@example.com');
+    const attached = await h.call(key, 'PUT', `/api/v1/contacts/${c.id}/labels/${a.id}`);
+    expect(attached.statusCode).toBe(200);
+    expect(attached.json().labels.map((l: { id: string }) => l.id)).toEqual([a.id]);
+    const again = await h.call(key, 'PUT', `/api/v1/contacts/${c.id}/labels/${a.id}`);
+    expect(again.json().labels).toHaveLength(1);
+    expect(again.json().updated_at).toBe(attached.json().updated_at);
+    const detached = await h.call(key, 'DELETE', `/api/v1/contacts/${c.id}/labels/${a.id}`);
+    expect(detached.json().labels).toEqual([]);
+    expect((await h.call(key, 'PUT', `/api/v1/contacts/${c.id}/labels/lbl_nope`)).statusCode).toBe(404);
+    expect((await h.call(key, 'PUT', `/api/v1/contacts/con_nope/labels/${a.id}`)).statusCode).toBe(404);
+  });
+
+  it('sets labels on create and replaces them on update; refuses unknown or foreign label ids', async () => {
+    const a = await label('Set A');
+    const b = await label('Set B');
+    const c = await contact('set@example.com', { label_ids: [a.id, b.id, a.id] });
+    expect(c.labels.map((l) => l.id)).toEqual([a.id, b.id]);
+    const patched = await h.call(key, 'PATCH', `/api/v1/contacts/${c.id}`, { label_ids: [b.id] });
+    expect(patched.json().labels.map((l: { id: string }) => l.id)).toEqual([b.id]);
+
+    const other = await h.newOrg();
+    const otherKey = await other.key(['contacts:write']);
+    const foreign = (await h.call(otherKey, 'POST', '/api/v1/contacts/labels', { name: 'Theirs' })).json();
+    const refused = await h.call(key, 'POST', '/api/v1/contacts', {
+      first_name: 'F',
+      email: 'foreign@example.com',
+      label_ids: [a.id, foreign.id],
+    });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().errors).toEqual([{ field: 'label_ids[1]', message: `no label ${foreign.id} in this organisation` }]);
+    expect((await h.call(key, 'GET', '/api/v1/contacts?email=foreign@example.com')).json().data).toEqual([]);
+    expect((await h.call(key, 'PUT', `/api/v1/contacts/${c.id}/labels/${foreign.id}`)).statusCode).toBe(404);
+    expect((await h.call(key, 'GET', `/api/v1/contacts/labels/${foreign.id}`)).statusCode).toBe(404);
+    const unchanged = await h.call(key, 'PATCH', `/api/v1/contacts/${c.id}`, { label_ids: ['lbl_unknown'], first_name: 'Changed' });
+    expect(unchanged.statusCode).toBe(400);
+    expect((await h.call(key, 'GET', `/api/v1/contacts/${c.id}`)).json()).toMatchObject({ first_name: 'C', labels: [{ id: b.id }] });
+  });
+
+  it('filters contacts by label and forgets a deleted label everywhere', async () => {
+    const tag = await label('Filter tag');
+    const tagged = await contact('tagged@example.com', { label_ids: [tag.id] });
+    await contact('untagged@example.com');
+    const list = (await h.call(key, 'GET', `/api/v1/contacts?label_id=${tag.id}`)).json();
+    expect(list.data.map((c: { id: string }) => c.id)).toEqual([tagged.id]);
+    await h.call(key, 'DELETE', `/api/v1/contacts/labels/${tag.id}`);
+    expect((await h.call(key, 'GET', `/api/v1/contacts/${tagged.id}`)).json().labels).toEqual([]);
+    expect((await h.call(key, 'GET', `/api/v1/contacts?label_id=${tag.id}`)).json().data).toEqual([]);
+  });
+
+  it('lets a read-only key list and view labels but not change them', async () => {
+    const reader = await org.key(['contacts:read']);
+    const l = await label('Readable');
+    expect((await h.call(reader, 'GET', '/api/v1/contacts/labels')).statusCode).toBe(200);
+    expect((await h.call(reader, 'GET', `/api/v1/contacts/labels/${l.id}`)).statusCode).toBe(200);
+    expect((await h.call(reader, 'PATCH', `/api/v1/contacts/labels/${l.id}`, { name: 'No' })).statusCode).toBe(403);
+    expect((await h.call(reader, 'DELETE', `/api/v1/contacts/labels/${l.id}`)).statusCode).toBe(403);
+  });
+});
