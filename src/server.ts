@@ -4,15 +4,8 @@ import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/database.js';
 import { buildApp } from './http/app.js';
 import { purgeExpired } from './infra/idempotency/store.js';
-import { MemoryRateLimiter } from './infra/rateLimit/memoryRateLimiter.js';
-import type { RateLimiter, RateLimitSettings } from './infra/rateLimit/rateLimiter.js';
-import { RedisRateLimiter } from './infra/rateLimit/redisRateLimiter.js';
-
-/** The one place that picks local or shared infrastructure from configuration. */
-export async function openRateLimiter(config: Config): Promise<RateLimiter> {
-  const settings: RateLimitSettings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
-  return config.redisUrl ? RedisRateLimiter.connect(config.redisUrl, settings) : new MemoryRateLimiter(settings);
-}
+import { purgeAbandonedUploads } from './domain/files/files.js';
+import { openBlobStore, openRateLimiter } from './infra/choose.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -28,13 +21,17 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const rateLimiter = await openRateLimiter(config);
   const https =
     config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : null;
-  const app = await buildApp({ config, db, rateLimiter, https });
-  const purge = setInterval(
-    () => {
-      purgeExpired(db.kysely, new Date()).catch((error: unknown) => app.log.warn({ err: error }, 'idempotency purge failed'));
-    },
-    60 * 60 * 1000,
-  );
+  const blobs = openBlobStore(config);
+  const app = await buildApp({ config, db, rateLimiter, blobs, https });
+  // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused,
+  // and leftovers of interrupted uploads.
+  const housekeeping = () => {
+    const now = new Date();
+    purgeExpired(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'idempotency purge failed'));
+    purgeAbandonedUploads(db.kysely, blobs, now).catch((error: unknown) => app.log.warn({ err: error }, 'upload purge failed'));
+  };
+  housekeeping();
+  const purge = setInterval(housekeeping, 5 * 60 * 1000);
   purge.unref();
   const url = await app.listen({ port: config.port, host: config.host });
   return {

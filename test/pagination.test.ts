@@ -108,7 +108,9 @@ describe.each(DIALECTS)('cursor pagination on %s', (dialect) => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const body = (await h.call(k, 'GET', `/api/v1/contacts?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).json();
+      const body: { data: Item[]; next_cursor: string | null } = (
+        await h.call(k, 'GET', `/api/v1/contacts?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+      ).json();
       seen.push(...body.data.map((c: Item) => c.id));
       cursor = body.next_cursor;
     } while (cursor);
@@ -170,9 +172,8 @@ describe.each(DIALECTS)('cursor pagination on %s', (dialect) => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const body = (
-        await h.call(k, 'GET', `/api/v1/contacts/labels?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
-      ).json();
+      const res = await h.call(k, 'GET', `/api/v1/contacts/labels?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const body: { data: { name: string }[]; next_cursor: string | null } = res.json();
       seen.push(...body.data.map((l: { name: string }) => l.name));
       cursor = body.next_cursor;
     } while (cursor);

@@ -90,6 +90,40 @@ export interface IdempotencyKeysTable {
   expires_at: string;
 }
 
+export interface GroupsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  description: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface GroupMembersTable {
+  org_id: string;
+  group_id: string;
+  contact_id: string;
+  added_at: string;
+}
+
+export type FileStatus = 'pending' | 'ready';
+
+export interface FilesTable {
+  id: string;
+  org_id: string;
+  name: string;
+  content_type: string;
+  size: number;
+  status: FileStatus;
+  sha256: string | null;
+  /** Where the blob store keeps the bytes; null until uploaded. */
+  storage_key: string | null;
+  upload_expires_at: string;
+  created_at: string;
+  updated_at: string;
+  uploaded_at: string | null;
+}
+
 export interface Database {
   orgs: OrgsTable;
   users: UsersTable;
@@ -99,4 +133,7 @@ export interface Database {
   labels: LabelsTable;
   contact_labels: ContactLabelsTable;
   idempotency_keys: IdempotencyKeysTable;
+  groups: GroupsTable;
+  group_members: GroupMembersTable;
+  files: FilesTable;
 }

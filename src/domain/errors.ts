@@ -74,7 +74,12 @@ export class ConflictError extends ServiceError {
 }
 
 export class GoneError extends ServiceError {
-  readonly code = 'upload_url_expired';
+  constructor(
+    message: string,
+    readonly code: 'upload_url_expired' | 'download_url_expired' = 'upload_url_expired',
+  ) {
+    super(message);
+  }
 }
 
 export class PayloadTooLargeError extends ServiceError {

@@ -1,14 +1,18 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import type { FileDeps } from '../domain/files/files.js';
 import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
 import { authenticate } from './authenticate.js';
 import { idempotencyOnSend, idempotencyPreHandler } from './idempotency.js';
 import { contactRoutes } from './routes/contacts.js';
+import { fileRoutes } from './routes/files.js';
+import { groupRoutes } from './routes/groups.js';
 import { labelRoutes } from './routes/labels.js';
 
 export interface ApiDeps {
   db: Kysely<Database>;
+  files: FileDeps;
   secret: string;
   rateLimiter: RateLimiter;
   limits: RateLimitSettings;
@@ -17,10 +21,18 @@ export interface ApiDeps {
 /** Everything under /api/v1 that needs a key: the edge (auth, limits, idempotency), then routes. */
 export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options) => {
   // Plugin options also carry `prefix`; hand the routes only what they need.
-  const deps: ApiDeps = { db: options.db, secret: options.secret, rateLimiter: options.rateLimiter, limits: options.limits };
+  const deps: ApiDeps = {
+    db: options.db,
+    files: options.files,
+    secret: options.secret,
+    rateLimiter: options.rateLimiter,
+    limits: options.limits,
+  };
   app.addHook('onRequest', authenticate(deps));
   app.addHook('preHandler', idempotencyPreHandler(deps.db));
   app.addHook('onSend', idempotencyOnSend(deps.db));
   await app.register(contactRoutes, deps);
   await app.register(labelRoutes, deps);
+  await app.register(groupRoutes, deps);
+  await app.register(fileRoutes, deps);
 };

@@ -12,6 +12,11 @@ import { routeTable } from './methodNotAllowed.js';
 import { openApiCollector } from './openapi.js';
 import { sendProblem } from './problem.js';
 import { docsRoutes } from './routes/docs.js';
+import { transferRoutes } from './routes/transfers.js';
+import type { FileDeps } from '../domain/files/files.js';
+import { SignedLinks } from '../domain/files/links.js';
+import type { BlobStore } from '../infra/blobs/blobStore.js';
+import { openBlobStore } from '../infra/choose.js';
 import { opsRoutes } from './routes/ops.js';
 import { useStrictValidation } from './validation.js';
 import './types.js';
@@ -20,6 +25,8 @@ export interface AppDeps {
   config: Config;
   db: Db;
   rateLimiter: RateLimiter;
+  /** Where file bytes go; by default the one configuration chooses. */
+  blobs?: BlobStore;
   /** false turns logging off (tests); a stream receives the JSON log lines instead of stdout. */
   logger?: false | { stream: DestinationStream };
   https?: { cert: Buffer; key: Buffer } | null;
@@ -94,11 +101,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     );
   });
 
+  const links = new SignedLinks(config.secretKey, config.publicUrl);
+  const files: FileDeps = {
+    blobs: deps.blobs ?? openBlobStore(config),
+    links,
+    maxFileBytes: config.maxFileBytes,
+    uploadTtlSeconds: config.uploadUrlTtlSeconds,
+    downloadTtlSeconds: config.downloadUrlTtlSeconds,
+  };
+
   await app.register(opsRoutes, { db: deps.db });
+  await app.register(transferRoutes, { db: deps.db.kysely, files, links });
   await app.register(docsRoutes, { openApi });
   await app.register(authenticatedApi, {
     prefix: '/api/v1',
     db: deps.db.kysely,
+    files,
     secret: config.secretKey,
     rateLimiter: deps.rateLimiter,
     limits: { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota },

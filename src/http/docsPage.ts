@@ -6,11 +6,12 @@ const prose = (text: unknown) =>
     .replace(/`([^`]+)`/g, '<code>$1</code>')
     .replace(/\n\n/g, '</p><p>');
 
-function resolve(doc: Json, schema: Json | undefined): Json {
-  const ref = schema?.$ref;
-  if (typeof ref !== 'string') return schema ?? {};
-  const name = ref.split('/').pop() ?? '';
-  return ((doc.components as Json).schemas as Json)[name] as Json;
+/** Follows a local `$ref` (`#/components/<kind>/<name>`) to what it names. */
+function resolve(doc: Json, object: Json | undefined): Json {
+  const ref = object?.$ref;
+  if (typeof ref !== 'string') return object ?? {};
+  const [, , kind = '', name = ''] = ref.split('/');
+  return (((doc.components as Json)[kind] ?? {}) as Json)[name] as Json;
 }
 
 function typeOf(doc: Json, schema: Json): string {
@@ -50,7 +51,7 @@ export function renderReference(doc: Json): string {
     const ops = operations.filter(({ op }) => ((op.tags as string[] | undefined) ?? ['Other']).includes(tag));
     return `<h2 id="tag-${escape(tag)}">${escape(tag)}</h2>${ops
       .map(({ path, method, op }) => {
-        const params = ((op.parameters ?? []) as Json[]).filter((p) => !p.$ref);
+        const params = ((op.parameters ?? []) as Json[]).map((p) => resolve(doc, p));
         const body = ((op.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json'] as Json | undefined;
         const responses = Object.entries((op.responses ?? {}) as Record<string, Json>);
         return `<section class="op" id="${escape(String(op.operationId))}">
@@ -58,7 +59,18 @@ export function renderReference(doc: Json): string {
 <p>${prose(op.description)}</p>
 ${params.length ? `<h4>Parameters</h4><table><tr><th>Name</th><th>In</th><th>Notes</th></tr>${params.map((p) => `<tr><td><code>${escape(String(p.name))}</code>${p.required ? ' <em>required</em>' : ''}</td><td>${escape(String(p.in))}</td><td>${prose(p.description)}</td></tr>`).join('')}</table>` : ''}
 ${body ? `<h4>Body</h4>${fieldTable(doc, resolve(doc, body.schema as Json))}` : ''}
-<h4>Responses</h4><ul>${responses.map(([status, r]) => `<li><strong>${escape(status)}</strong> ${prose(r.description)}</li>`).join('')}</ul>
+<h4>Responses</h4><ul>${responses
+          .map(([status, r]) => {
+            const media = Object.entries((r.content ?? {}) as Record<string, Json>)[0];
+            const shape = media ? ` <code>${escape(media[0])}</code> ${typeOf(doc, (media[1].schema ?? {}) as Json)}` : '';
+            // Error responses name their codes: link each to its entry in the error reference.
+            const text =
+              Number(status) >= 400
+                ? prose(r.description).replace(/<code>([a-z_]+)<\/code>/g, '<a href="/docs/api/errors#$1"><code>$1</code></a>')
+                : prose(r.description);
+            return `<li><strong>${escape(status)}</strong>${shape} — ${text}</li>`;
+          })
+          .join('')}</ul>
 </section>`;
       })
       .join('\n')}`;

@@ -40,6 +40,10 @@ export const ERROR_CODES = {
   already_uploaded: { status: 409, summary: 'The file has already been uploaded; an upload link works once.' },
   file_not_ready: { status: 409, summary: 'The file has not been uploaded yet, so it cannot be downloaded.' },
   upload_url_expired: { status: 410, summary: 'The upload link has expired. Reserve the upload again with a new Idempotency-Key.' },
+  download_url_expired: {
+    status: 410,
+    summary: 'The download link has expired. Ask for a new one with GET /files/{id}/download.',
+  },
   payload_too_large: {
     status: 413,
     summary: 'The body is larger than the server accepts (`MAX_JSON_BYTES` for JSON, `MAX_FILE_BYTES` for files).',

@@ -1,5 +1,6 @@
+import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { ERROR_CODES } from './errorCodes.js';
+import { ERROR_CODES, type ErrorCode } from './errorCodes.js';
 import { componentName, namedSchemas } from './schemas/common.js';
 
 type Json = Record<string, unknown>;
@@ -13,15 +14,32 @@ interface Documented {
   idempotent: boolean;
 }
 
-const API_PREFIX = '/api/v1';
+/** A route as Fastify registered it (HEAD routes, which Fastify adds for every GET, left out). */
+export interface ServedRoute {
+  method: string;
+  url: string;
+  /** Whether it has an operationId, and so appears in the OpenAPI document. */
+  documented: boolean;
+}
 
-/** Replaces every named schema inside `schema` with a reference to its component. */
-function withRefs(schema: unknown, top: unknown = schema): unknown {
-  if (Array.isArray(schema)) return schema.map((item) => withRefs(item, top));
+export const API_PREFIX = '/api/v1';
+
+/** Tags in the order the reference lists them; an operation's tag must be declared here. */
+const TAGS: Record<string, string> = {
+  Contacts: 'People of the organisation.',
+  Labels: 'Labels that contacts carry. Managing labels needs the `contacts:*` scopes.',
+  Groups: 'Groups of contacts, and their members.',
+  Files: 'Files: reserve an upload, PUT the bytes to its `upload_url`, then fetch short-lived download links.',
+  Meta: 'The description of the API itself.',
+};
+
+/** Replaces every named schema inside `schema` (except `keep`, the component being defined) with a reference to its component. */
+function withRefs(schema: unknown, keep: unknown = null): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => withRefs(item, keep));
   if (schema === null || typeof schema !== 'object') return schema;
   const name = componentName(schema);
-  if (name && schema !== top) return { $ref: `#/components/schemas/${name}` };
-  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, withRefs(v, top)]));
+  if (name && schema !== keep) return { $ref: `#/components/schemas/${name}` };
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, withRefs(v, keep)]));
 }
 
 const RATE_LIMIT_HEADERS = {
@@ -32,30 +50,81 @@ const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Reset': { $ref: '#/components/headers/XRateLimitReset' },
 };
 
-function codesFor(status: number): string[] {
-  return Object.entries(ERROR_CODES)
-    .filter(([, info]) => info.status === status)
-    .map(([code]) => code);
+/**
+ * Where an error code can come from, for the codes that only some operations send. Codes not
+ * listed can come from any operation that documents their status.
+ */
+const CODE_SOURCES: Partial<Record<ErrorCode, (route: Documented) => boolean>> = {
+  invalid_cursor: (route) => Object.hasOwn(((route.schema.querystring as Json | undefined)?.properties ?? {}) as Json, 'cursor'),
+  invalid_idempotency_key: (route) => route.idempotent,
+  idempotency_conflict: (route) => route.idempotent,
+  idempotency_key_reused: (route) => route.idempotent,
+  contact_exists: (route) => /^\/api\/v1\/contacts(\/:id)?$/.test(route.url),
+  label_exists: (route) => route.url.startsWith('/api/v1/contacts/labels'),
+  file_not_ready: (route) => route.url === '/api/v1/files/:id/download' || route.url === '/downloads/:token',
+  // The upload and download links (outside /api/v1).
+  size_mismatch: (route) => route.url === '/uploads/:token',
+  invalid_signature: (route) => !route.url.startsWith(API_PREFIX),
+  already_uploaded: (route) => route.url === '/uploads/:token',
+  upload_url_expired: (route) => route.url === '/uploads/:token',
+  download_url_expired: (route) => route.url === '/downloads/:token',
+  invalid_request: (route) => route.url !== '/downloads/:token',
+  // Sent by the operator CLI and the dashboard, never by an API operation.
+  member_exists: () => false,
+};
+
+/** The codes an operation can answer with this status (all the status's codes if none is known to apply). */
+function codesFor(route: Documented, status: number): ErrorCode[] {
+  const all = (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].status === status);
+  const applicable = all.filter((code) => CODE_SOURCES[code]?.(route) ?? true);
+  return applicable.length > 0 ? applicable : all;
 }
 
-function responseObject(route: Documented, status: string, schema: unknown): Json {
+/**
+ * Responses kept for Idempotency-Key replays (mirrors http/idempotency.ts): successes and the
+ * domain's refusals, not the edge's (validation, authentication, scope, size, media type, limits).
+ */
+function mayBeReplayed(status: number): boolean {
+  return status < 300 || (status >= 400 && status < 500 && ![400, 401, 403, 408, 413, 415, 429].includes(status));
+}
+
+const listOf = (items: string[]) => (items.length > 1 ? `${items.slice(0, -1).join(', ')} or ${items.at(-1)}` : (items[0] ?? ''));
+
+function successDescription(status: number, schema: Json): string {
+  if (typeof schema.description === 'string') return schema.description;
+  const name = componentName(schema);
+  const what = name ? `the \`${name}\`` : 'the result';
+  return status === 201 ? `Created: ${what}.` : `Success: ${what}.`;
+}
+
+function responseObject(route: Documented, status: string, schema: Json, usedCodes: Set<ErrorCode>): Json {
   const code = Number(status);
   const headers: Json = { 'Request-Id': { $ref: '#/components/headers/RequestId' } };
+  // Authentication runs before the limits, so a 401 is the one authenticated answer without them.
   if (route.authenticated && code !== 401) Object.assign(headers, RATE_LIMIT_HEADERS);
   if (code === 401) headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWWAuthenticate' };
   if (code === 429) headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
-  if (code === 201) headers.Location = { schema: { type: 'string' }, description: 'Path of the created record.' };
-  if (route.idempotent && code < 300) headers['idempotent-replayed'] = { $ref: '#/components/headers/IdempotentReplayed' };
-  const isError = code >= 400;
-  const description = isError
-    ? `Error. Codes: ${codesFor(code)
-        .map((c) => `\`${c}\``)
-        .join(', ')}.`
-    : String((schema as Json).description ?? 'Success.');
+  if (code === 405) headers.Allow = { $ref: '#/components/headers/Allow' };
+  if (code === 201) headers.Location = { $ref: '#/components/headers/Location' };
+  if (route.idempotent && mayBeReplayed(code)) headers['idempotent-replayed'] = { $ref: '#/components/headers/IdempotentReplayed' };
+  if (code < 400) {
+    return {
+      description: successDescription(code, schema),
+      headers,
+      content: { 'application/json': { schema: withRefs(schema) } },
+    };
+  }
+  const codes = codesFor(route, code);
+  for (const c of codes) usedCodes.add(c);
   return {
-    description,
+    description: `${STATUS_CODES[code] ?? 'Error'}; the problem's code is ${listOf(codes.map((c) => `\`${c}\``))} (see the error reference).`,
     headers,
-    content: { [isError ? 'application/problem+json' : 'application/json']: { schema: withRefs(schema) } },
+    content: {
+      'application/problem+json': {
+        schema: withRefs(schema),
+        ...(codes.length ? { examples: Object.fromEntries(codes.map((c) => [c, { $ref: `#/components/examples/${c}` }])) } : {}),
+      },
+    },
   };
 }
 
@@ -83,7 +152,7 @@ function parameters(route: Documented): Json[] {
   return out;
 }
 
-function operation(route: Documented): Json {
+function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
   const { summary, description, tags, operationId, body, response } = route.schema;
   const scopeNote = route.scope ? `\n\nRequires the \`${route.scope}\` scope.` : '';
   return {
@@ -91,17 +160,50 @@ function operation(route: Documented): Json {
     summary,
     description: `${String(description ?? summary ?? '')}${scopeNote}`,
     tags,
-    security: route.authenticated ? [{ apiKey: [] }] : [],
+    // OpenAPI 3.1 lets a non-OAuth scheme list the roles an operation needs: here, the key's scope.
+    security: route.authenticated ? [{ apiKey: route.scope ? [route.scope] : [] }] : [],
     ...(route.scope ? { 'x-required-scope': route.scope } : {}),
     parameters: parameters(route),
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: withRefs(body) } } } } : {}),
     responses: Object.fromEntries(
-      Object.entries((response ?? {}) as Json).map(([status, schema]) => [status, responseObject(route, status, schema)]),
+      Object.entries((response ?? {}) as Record<string, Json>).map(([status, schema]) => [
+        status,
+        responseObject(route, status, schema, usedCodes),
+      ]),
     ),
   };
 }
 
-function components(): Json {
+/** One example problem document per error code the document mentions. */
+function problemExamples(publicUrl: string, usedCodes: Set<ErrorCode>): Json {
+  const examples: Json = {};
+  for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) {
+    if (!usedCodes.has(code)) continue;
+    const { status, summary } = ERROR_CODES[code];
+    const value: Json = {
+      type: `${publicUrl}/docs/api/errors#${code}`,
+      title: STATUS_CODES[status] ?? 'Error',
+      status,
+      code,
+      detail: summary.replace(/`/g, ''),
+      request_id: 'req_8fK2mQ9xLp3vT7wZ1aB4',
+    };
+    if (code === 'invalid_request') value.errors = [{ field: 'email', message: 'must match format "email"' }];
+    if (code === 'contact_exists') value.existing_id = 'con_4Hq7ZkP2mN8xV3bR6tY1';
+    if (code === 'label_exists') value.existing_id = 'lbl_9Tz3Qw7Er1Yu5Io2Pa8S';
+    if (code === 'quota_exceeded') value.quota = { policy: 'daily', limit: 10000, used: 10000, resets_at: '2026-11-21T00:00:00.000Z' };
+    examples[code] = { summary: `${status} ${code}`, value };
+  }
+  return examples;
+}
+
+/** Keeps only the entries of a components map that `paths` refers to. */
+function referenced(kind: string, entries: Json, paths: string): Json {
+  return Object.fromEntries(Object.entries(entries).filter(([name]) => paths.includes(`"#/components/${kind}/${name}"`)));
+}
+
+function components(publicUrl: string, usedCodes: Set<ErrorCode>, paths: Json): Json {
+  const pathsText = JSON.stringify(paths);
   return {
     schemas: Object.fromEntries(namedSchemas().map(([name, schema]) => [name, withRefs(schema, schema)])),
     securitySchemes: {
@@ -109,7 +211,9 @@ function components(): Json {
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'od_live_ followed by 43 letters and digits',
-        description: 'An API key made by an organisation admin (dashboard: Settings → Developer). Never put it in a URL.',
+        description:
+          'An API key made by an organisation admin (dashboard: Settings → Developer), sent as `Authorization: Bearer od_live_…`. ' +
+          'Each operation lists the scope it needs; a write scope includes the matching read scope. Never put a key in a URL.',
       },
     },
     parameters: {
@@ -123,38 +227,74 @@ function components(): Json {
         example: '0b4c7e9e-2f7a-4a53-9d5e-6a1f0c3e8d21',
       },
     },
-    headers: {
-      RequestId: { description: 'Identifier of this request; the same as `request_id` in errors.', schema: { type: 'string' } },
-      RateLimit: {
-        description: 'The key\'s bucket: `"default";r=<whole requests left>;t=<seconds until full>`.',
-        schema: { type: 'string' },
-        example: '"default";r=59;t=1',
+    headers: referenced(
+      'headers',
+      {
+        RequestId: {
+          description: 'Identifier of this request; the same as `request_id` in errors.',
+          schema: { type: 'string' },
+          example: 'req_8fK2mQ9xLp3vT7wZ1aB4',
+        },
+        RateLimit: {
+          description: 'The key\'s bucket: `"default";r=<whole requests left>;t=<seconds until full>`.',
+          schema: { type: 'string' },
+          example: '"default";r=59;t=1',
+        },
+        RateLimitPolicy: {
+          description:
+            "The limits in force: the key's bucket (`q` requests, refilled over `w` seconds) and the organisation's daily quota.",
+          schema: { type: 'string' },
+          example: '"default";q=60;w=12, "daily";q=10000;w=86400',
+        },
+        XRateLimitLimit: { description: "The organisation's daily quota.", schema: { type: 'integer' }, example: 10000 },
+        XRateLimitRemaining: {
+          description: "Requests left in the organisation's daily quota.",
+          schema: { type: 'integer' },
+          example: 9876,
+        },
+        XRateLimitReset: {
+          description: 'Unix time (seconds) of the next midnight UTC, when the quota resets.',
+          schema: { type: 'integer' },
+          example: 1795219200,
+        },
+        RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 }, example: 1 },
+        WWWAuthenticate: { description: 'A bearer challenge.', schema: { type: 'string' }, example: 'Bearer realm="orgdata"' },
+        Allow: { description: 'The methods the path takes.', schema: { type: 'string' }, example: 'GET, HEAD, PATCH, DELETE' },
+        Location: {
+          description: 'Path of the created record.',
+          schema: { type: 'string' },
+          example: '/api/v1/contacts/con_4Hq7ZkP2mN8xV3bR6tY1',
+        },
+        IdempotentReplayed: {
+          description: '`true` when this response is a replay of an earlier request with the same Idempotency-Key.',
+          schema: { type: 'string', enum: ['true'] },
+        },
       },
-      RateLimitPolicy: {
-        description: "The limits in force: the key's bucket (`q` requests, refilled over `w` seconds) and the organisation's daily quota.",
-        schema: { type: 'string' },
-        example: '"default";q=60;w=12, "daily";q=10000;w=86400',
-      },
-      XRateLimitLimit: { description: "The organisation's daily quota.", schema: { type: 'integer' } },
-      XRateLimitRemaining: { description: "Requests left in the organisation's daily quota.", schema: { type: 'integer' } },
-      XRateLimitReset: { description: 'Unix time (seconds) of the next midnight UTC, when the quota resets.', schema: { type: 'integer' } },
-      RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
-      WWWAuthenticate: { description: 'Always `Bearer realm="orgdata"`.', schema: { type: 'string' } },
-      IdempotentReplayed: {
-        description: '`true` when this response is a replay of an earlier request with the same Idempotency-Key.',
-        schema: { type: 'string', enum: ['true'] },
-      },
-    },
+      pathsText,
+    ),
+    examples: problemExamples(publicUrl, usedCodes),
   };
+}
+
+const served = new WeakMap<FastifyInstance, ServedRoute[]>();
+
+/** Every route the app registered (except HEAD), documented or not: lets tests prove nothing is left out of the document. */
+export function servedRoutes(app: FastifyInstance): readonly ServedRoute[] {
+  const routes = served.get(app);
+  if (!routes) throw new Error('openApiCollector() was not installed on this app');
+  return routes;
 }
 
 /** The OpenAPI 3.1 document, built from the schemas the routes validate with. */
 export function openApiCollector(app: FastifyInstance, publicUrl: string): () => Json {
   const routes: Documented[] = [];
+  const all: ServedRoute[] = [];
+  served.set(app, all);
   app.addHook('onRoute', (route: RouteOptions) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter((m) => m !== 'HEAD');
     const schema = route.schema as Json | undefined;
-    if (!schema?.operationId || methods.includes('HEAD')) return;
+    for (const method of methods) all.push({ method, url: route.url, documented: Boolean(schema?.operationId) });
+    if (!schema?.operationId) return;
     const scope = (route.config as { scope?: string } | undefined)?.scope;
     for (const method of methods) {
       routes.push({
@@ -170,12 +310,23 @@ export function openApiCollector(app: FastifyInstance, publicUrl: string): () =>
   let document: Json | null = null;
   return () => {
     if (document) return document;
+    const usedCodes = new Set<ErrorCode>();
     const paths: Record<string, Json> = {};
     for (const route of routes) {
-      const path = (route.url.startsWith(API_PREFIX) ? route.url.slice(API_PREFIX.length) : route.url).replace(/:([A-Za-z_]+)/g, '{$1}');
-      paths[path] ??= {};
-      paths[path][route.method] = operation(route);
+      // Routes outside /api/v1 (the upload and download links) are documented relative to PUBLIC_URL.
+      const external = !route.url.startsWith(`${API_PREFIX}/`);
+      const path = (external ? route.url : route.url.slice(API_PREFIX.length)).replace(/:([A-Za-z_]+)/g, '{$1}');
+      paths[path] ??= external ? { servers: [{ url: publicUrl, description: 'Links the API returns; they need no API key.' }] } : {};
+      paths[path][route.method] = operation(route, usedCodes);
     }
+    const used = new Set(routes.flatMap((route) => (route.schema.tags ?? []) as string[]));
+    const tags = [
+      ...Object.entries(TAGS)
+        .filter(([name]) => used.has(name))
+        .map(([name, description]) => ({ name, description })),
+      // Not declared in TAGS: listed without a description, which the OpenAPI lint refuses.
+      ...[...used].filter((name) => !(name in TAGS)).map((name) => ({ name })),
+    ];
     document = {
       openapi: '3.1.0',
       info: {
@@ -184,17 +335,14 @@ export function openApiCollector(app: FastifyInstance, publicUrl: string): () =>
         description:
           "An organisation's contacts, labels, groups and files. Authenticate with `Authorization: Bearer od_live_…`. " +
           'Lists are cursor-paginated (`limit` 1–100, `cursor` from `next_cursor`). Unknown query parameters and body fields are refused (400). ' +
-          'Every POST accepts an Idempotency-Key. Errors are RFC 9457 problem documents.',
+          'Every POST accepts an Idempotency-Key. Errors are RFC 9457 problem documents; every `code` is described at /docs/api/errors.',
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
-      servers: [{ url: `${publicUrl}${API_PREFIX}` }],
+      servers: [{ url: `${publicUrl}${API_PREFIX}`, description: 'This server (its PUBLIC_URL).' }],
       security: [{ apiKey: [] }],
-      tags: [
-        { name: 'Contacts', description: 'People of the organisation.' },
-        { name: 'Labels', description: 'Labels that contacts carry.' },
-      ],
+      tags,
       paths,
-      components: components(),
+      components: components(publicUrl, usedCodes, paths),
     };
     return document;
   };

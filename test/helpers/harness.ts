@@ -59,6 +59,11 @@ export interface HarnessOptions {
   redis?: boolean;
   /** Share another harness's database (a second server instance). */
   shareDbWith?: Harness;
+  /**
+   * Redis key prefix of the rate limiter; default: the prefix of `shareDbWith` (a second instance
+   * shares the first one's limits), else a fresh one per harness.
+   */
+  redisPrefix?: string;
 }
 
 export interface Org {
@@ -74,6 +79,8 @@ export interface Harness {
   db: Db & { schema: string | null };
   config: Config;
   rateLimiter: RateLimiter;
+  /** The rate limiter's Redis key prefix, or null with the in-memory limiter. */
+  redisPrefix: string | null;
   dialect: Dialect;
   newOrg(name?: string): Promise<Org>;
   /** app.inject with a bearer key and JSON body. */
@@ -103,9 +110,11 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     : await freshDatabase(dialect);
   if (options.shareDbWith && dialect === 'sqlite') throw new Error('two instances need PostgreSQL');
   const settings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
-  const rateLimiter = options.redis
-    ? await RedisRateLimiter.connect(TEST_REDIS_URL!, settings, `orgdata-test:${randomBase62(8)}:`)
-    : new MemoryRateLimiter(settings);
+  const redisPrefix = options.redis
+    ? (options.redisPrefix ?? options.shareDbWith?.redisPrefix ?? `orgdata-test:${randomBase62(8)}:`)
+    : null;
+  const rateLimiter =
+    redisPrefix !== null ? await RedisRateLimiter.connect(TEST_REDIS_URL!, settings, redisPrefix) : new MemoryRateLimiter(settings);
   const app = await buildApp({ config, db, rateLimiter, logger: false });
   await app.ready();
 
@@ -114,6 +123,7 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     db,
     config,
     rateLimiter,
+    redisPrefix,
     dialect,
     async newOrg(name = 'Test org') {
       const adminEmail = `admin-${randomBase62(10).toLowerCase()}@example.com`;

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ERROR_CODES } from '../errorCodes.js';
 import { renderReference } from '../docsPage.js';
+import { Problem } from '../schemas/problem.js';
 
 export interface DocsDeps {
   openApi: () => Record<string, unknown>;
@@ -12,10 +13,15 @@ export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi })
     schema: {
       operationId: 'getOpenApi',
       summary: 'This OpenAPI document',
-      description: 'The OpenAPI 3.1 description of this API. Needs no key.',
+      description:
+        'The OpenAPI 3.1 description of this API, generated from the schemas that validate requests; a client can be generated from it. Needs no key (and refuses one sent in the URL).',
       tags: ['Meta'],
       security: [],
-      response: { 200: { type: 'object', additionalProperties: true, description: 'An OpenAPI 3.1 document.' } },
+      response: {
+        200: { type: 'object', additionalProperties: true, description: 'An OpenAPI 3.1 document.' },
+        // A key anywhere in a URL is refused on every path, this one included.
+        401: Problem,
+      },
     },
     handler: async () => openApi(),
   });

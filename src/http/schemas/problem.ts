@@ -21,6 +21,11 @@ export const Problem = named(
           description: 'With `contact_exists` and `label_exists`: the record that already has that value.',
         }),
       ),
+      missing_ids: Type.Optional(
+        Type.Array(Type.String(), {
+          description: 'With `not_found` when adding group members: the contact ids that are not in your organisation.',
+        }),
+      ),
       quota: Type.Optional(
         Type.Object(
           {

@@ -55,12 +55,15 @@ export function decide(
   };
   const secondsToFull = Math.ceil((settings.burst - bucket.tokens) / settings.perSecond);
   const tokens = Math.floor(bucket.tokens);
+  // With the day's quota used up, the wait is until midnight whatever the bucket holds: saying
+  // "retry in 1 s" would only earn the client a quota_exceeded a second later.
+  const quotaUsedUp = bucket.allowed ? used > settings.dailyQuota : used >= settings.dailyQuota;
+  if (quotaUsedUp) {
+    return { refusal: 'quota_exceeded', tokens, secondsToFull, retryAfterSeconds: secondsToMidnight, quota };
+  }
   if (!bucket.allowed) {
     const retryAfterSeconds = Math.max(1, Math.ceil((1 - bucket.tokens) / settings.perSecond));
     return { refusal: 'rate_limited', tokens, secondsToFull, retryAfterSeconds, quota };
-  }
-  if (used > settings.dailyQuota) {
-    return { refusal: 'quota_exceeded', tokens, secondsToFull, retryAfterSeconds: secondsToMidnight, quota };
   }
   return { refusal: null, tokens, secondsToFull, retryAfterSeconds: 0, quota };
 }

@@ -27,7 +27,8 @@ if tokens >= 1 then
 else
   used = tonumber(redis.call('GET', KEYS[2]) or '0')
 end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+-- Never move the bucket's clock backwards (Redis time may step back): that would refill twice.
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(math.max(at, now)))
 redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
 return {allowed, tostring(tokens), used}
 `;
@@ -69,6 +70,6 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async close(): Promise<void> {
-    await this.client.quit();
+    await this.client.close();
   }
 }

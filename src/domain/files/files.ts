@@ -1,0 +1,159 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, FilesTable, FileStatus } from '../../db/schema.js';
+import type { BlobStore } from '../../infra/blobs/blobStore.js';
+import type { Ctx } from '../context.js';
+import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
+import { newId, nowIso } from '../ids.js';
+import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { requireScope } from '../scopes.js';
+import { checkText } from '../validation.js';
+import type { FileLinks } from './links.js';
+
+export interface FileView {
+  object: 'file';
+  id: string;
+  name: string;
+  content_type: string;
+  size: number;
+  status: FileStatus;
+  sha256: string | null;
+  created_at: string;
+  updated_at: string;
+  uploaded_at: string | null;
+}
+
+/** What file operations need beyond the request context. */
+export interface FileDeps {
+  blobs: BlobStore;
+  links: FileLinks;
+  maxFileBytes: number;
+  uploadTtlSeconds: number;
+  downloadTtlSeconds: number;
+}
+
+export const FILE_NAME_MAX = 255;
+// RFC 9110 media type: type "/" subtype, tokens only, optional parameters.
+const MEDIA_TYPE =
+  /^[A-Za-z0-9!#$&^_.+-]{1,127}\/[A-Za-z0-9!#$&^_.+-]{1,127}(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
+
+export function toFileView(row: Selectable<FilesTable>): FileView {
+  return {
+    object: 'file',
+    id: row.id,
+    name: row.name,
+    content_type: row.content_type,
+    size: Number(row.size),
+    status: row.status,
+    sha256: row.sha256,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    uploaded_at: row.uploaded_at,
+  };
+}
+
+export async function findFile(db: Kysely<Database>, orgId: string, id: string): Promise<Selectable<FilesTable>> {
+  const row = await db.selectFrom('files').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw new NotFoundError(`No file ${id}.`);
+  return row;
+}
+
+export interface ReserveInput {
+  name: string;
+  content_type: string;
+  size: number;
+}
+
+/** Reserves an upload: a `pending` file and a link to PUT its bytes to, valid for a while. */
+export async function reserveFile(
+  ctx: Ctx,
+  deps: FileDeps,
+  input: ReserveInput,
+): Promise<FileView & { upload_url: string; upload_expires_at: string }> {
+  requireScope(ctx.actor, 'files:write');
+  const errors: FieldError[] = [];
+  checkText('name', input.name, errors, { max: FILE_NAME_MAX, required: true });
+  if (!MEDIA_TYPE.test(input.content_type) || input.content_type.length > 255) {
+    errors.push({ field: 'content_type', message: 'must be a media type such as application/pdf' });
+  }
+  if (!Number.isSafeInteger(input.size) || input.size < 0) errors.push({ field: 'size', message: 'must be a whole number of bytes' });
+  else if (input.size > deps.maxFileBytes) errors.push({ field: 'size', message: `must be at most ${deps.maxFileBytes} bytes` });
+  if (errors.length > 0) throw new ValidationError(errors);
+
+  const at = nowIso(ctx.now);
+  const expiresAt = new Date(ctx.now.getTime() + deps.uploadTtlSeconds * 1000);
+  const row = {
+    id: newId('file'),
+    org_id: ctx.orgId,
+    name: input.name,
+    content_type: input.content_type,
+    size: input.size,
+    status: 'pending' as const,
+    sha256: null,
+    storage_key: null,
+    upload_expires_at: nowIso(expiresAt),
+    created_at: at,
+    updated_at: at,
+    uploaded_at: null,
+  };
+  await ctx.db.insertInto('files').values(row).execute();
+  return { ...toFileView(row), upload_url: deps.links.uploadUrl(row.id, ctx.orgId, expiresAt), upload_expires_at: row.upload_expires_at };
+}
+
+export async function listFiles(ctx: Ctx, page: PageRequest, filters: { status?: FileStatus } = {}): Promise<Page<FileView>> {
+  requireScope(ctx.actor, 'files:read');
+  let query = ctx.db.selectFrom('files').selectAll().where('org_id', '=', ctx.orgId);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  if (page.after) query = query.where(afterPosition('files', page.after));
+  const rows = await query
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(page.limit + 1)
+    .execute();
+  const { items, hasMore } = toPage(rows, page.limit);
+  return { items: items.map(toFileView), hasMore };
+}
+
+export async function getFile(ctx: Ctx, id: string): Promise<FileView> {
+  requireScope(ctx.actor, 'files:read');
+  return toFileView(await findFile(ctx.db, ctx.orgId, id));
+}
+
+export async function downloadLink(
+  ctx: Ctx,
+  deps: FileDeps,
+  id: string,
+): Promise<{ object: 'file_download'; file_id: string; url: string; expires_at: string }> {
+  requireScope(ctx.actor, 'files:read');
+  const file = await findFile(ctx.db, ctx.orgId, id);
+  if (file.status !== 'ready') throw new ConflictError('file_not_ready', `File ${id} has not been uploaded yet.`);
+  const expiresAt = new Date(ctx.now.getTime() + deps.downloadTtlSeconds * 1000);
+  return { object: 'file_download', file_id: id, url: deps.links.downloadUrl(id, ctx.orgId, expiresAt), expires_at: nowIso(expiresAt) };
+}
+
+/** Deletes the record, then its bytes. */
+export async function deleteFile(
+  ctx: Ctx,
+  deps: Pick<FileDeps, 'blobs'>,
+  id: string,
+): Promise<{ object: 'file'; id: string; deleted: true }> {
+  requireScope(ctx.actor, 'files:write');
+  const file = await findFile(ctx.db, ctx.orgId, id);
+  const result = await ctx.db.deleteFrom('files').where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
+  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`No file ${id}.`);
+  if (file.storage_key) await deps.blobs.delete(file.storage_key);
+  return { object: 'file', id, deleted: true };
+}
+
+/**
+ * Housekeeping: reservations whose upload link expired without an upload are deleted, and
+ * leftovers of interrupted uploads are swept. Runs periodically in the server.
+ */
+export async function purgeAbandonedUploads(db: Kysely<Database>, blobs: BlobStore, now: Date): Promise<number> {
+  const result = await db
+    .deleteFrom('files')
+    .where('status', '=', 'pending')
+    .where('upload_expires_at', '<=', nowIso(now))
+    .executeTakeFirst();
+  await blobs.sweep(new Date(now.getTime() - 24 * 60 * 60 * 1000));
+  return Number(result.numDeletedRows);
+}

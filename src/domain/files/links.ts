@@ -1,0 +1,73 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { ForbiddenError, GoneError } from '../errors.js';
+
+export type LinkKind = 'upload' | 'download';
+
+export interface LinkClaims {
+  kind: LinkKind;
+  fileId: string;
+  orgId: string;
+  expiresAt: Date;
+}
+
+/**
+ * Upload and download links are capabilities: a signed, expiring token naming one file. They carry
+ * no API key and the routes that take them read no Authorization header. An S3-compatible store
+ * would implement this with presigned URLs instead.
+ */
+export interface FileLinks {
+  uploadUrl(fileId: string, orgId: string, expiresAt: Date): string;
+  downloadUrl(fileId: string, orgId: string, expiresAt: Date): string;
+}
+
+export class SignedLinks implements FileLinks {
+  constructor(
+    private readonly secret: string,
+    private readonly publicUrl: string,
+  ) {}
+
+  private sign(kind: LinkKind, body: string): string {
+    return createHmac('sha256', this.secret).update(`file-link\n${kind}\n${body}`).digest('base64url');
+  }
+
+  token(claims: LinkClaims): string {
+    const body = Buffer.from(JSON.stringify({ f: claims.fileId, o: claims.orgId, x: claims.expiresAt.getTime() })).toString('base64url');
+    return `${body}.${this.sign(claims.kind, body)}`;
+  }
+
+  uploadUrl(fileId: string, orgId: string, expiresAt: Date): string {
+    return `${this.publicUrl}/uploads/${this.token({ kind: 'upload', fileId, orgId, expiresAt })}`;
+  }
+
+  downloadUrl(fileId: string, orgId: string, expiresAt: Date): string {
+    return `${this.publicUrl}/downloads/${this.token({ kind: 'download', fileId, orgId, expiresAt })}`;
+  }
+
+  /** Checks the signature first (403 invalid_signature), then the expiry (410). */
+  verify(kind: LinkKind, token: string, now: Date): LinkClaims {
+    const invalid = new ForbiddenError(
+      `This ${kind} link is not valid: it was altered or is not a link this server made.`,
+      'invalid_signature',
+    );
+    const dot = token.indexOf('.');
+    if (dot <= 0 || token.length > 1024) throw invalid;
+    const body = token.slice(0, dot);
+    const given = Buffer.from(token.slice(dot + 1));
+    const expected = Buffer.from(this.sign(kind, body));
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid;
+    let parsed: { f?: unknown; o?: unknown; x?: unknown };
+    try {
+      parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as typeof parsed;
+    } catch {
+      throw invalid;
+    }
+    if (typeof parsed.f !== 'string' || typeof parsed.o !== 'string' || typeof parsed.x !== 'number') throw invalid;
+    const expiresAt = new Date(parsed.x);
+    if (expiresAt <= now) {
+      throw kind === 'upload'
+        ? new GoneError('This upload link has expired. Reserve the upload again with a new Idempotency-Key.')
+        : new GoneError('This download link has expired. Ask the API for a new one.', 'download_url_expired');
+    }
+    return { kind, fileId: parsed.f, orgId: parsed.o, expiresAt };
+  }
+}

@@ -1,0 +1,73 @@
+import type { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { BlobSizeError, type BlobStore } from '../../infra/blobs/blobStore.js';
+import { BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError } from '../errors.js';
+import { nowIso, randomBase62 } from '../ids.js';
+import { findFile, toFileView, type FileView } from './files.js';
+import type { LinkClaims } from './links.js';
+
+/**
+ * Receives the bytes of a reserved file from an upload link's PUT. The bytes stream to the blob
+ * store (hashed on the way); the file turns `ready` only if exactly the reserved size arrived and
+ * no other upload won meanwhile. Anything else leaves the file `pending` and no bytes behind.
+ */
+export async function receiveUpload(
+  db: Kysely<Database>,
+  blobs: BlobStore,
+  maxFileBytes: number,
+  claims: LinkClaims,
+  body: Readable,
+  declaredLength: number | null,
+  now: Date,
+): Promise<FileView> {
+  const file = await findFile(db, claims.orgId, claims.fileId);
+  if (file.status === 'ready')
+    throw new ConflictError('already_uploaded', `File ${file.id} has already been uploaded; an upload link works once.`);
+  const size = Number(file.size);
+  if (size > maxFileBytes || (declaredLength !== null && declaredLength > maxFileBytes)) {
+    throw new PayloadTooLargeError(`Files may be at most ${maxFileBytes} bytes.`);
+  }
+  if (declaredLength !== null && declaredLength !== size) {
+    throw new BadRequestError('size_mismatch', `This upload was reserved for ${size} bytes; the request declares ${declaredLength}.`);
+  }
+  // Each attempt writes under its own key, so two racing uploads can never overwrite each other.
+  const key = `${claims.orgId}/${file.id}/${randomBase62(12)}`;
+  let sha256: string;
+  try {
+    ({ sha256 } = await blobs.put(key, body, size));
+  } catch (error) {
+    if (error instanceof BlobSizeError) {
+      throw new BadRequestError('size_mismatch', `This upload was reserved for ${size} bytes; ${error.message}.`);
+    }
+    throw error;
+  }
+  const at = nowIso(now);
+  const result = await db
+    .updateTable('files')
+    .set({ status: 'ready', sha256, storage_key: key, uploaded_at: at, updated_at: at })
+    .where('id', '=', file.id)
+    .where('org_id', '=', claims.orgId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) {
+    await blobs.delete(key);
+    const current = await db.selectFrom('files').select('status').where('id', '=', file.id).executeTakeFirst();
+    if (!current) throw new NotFoundError(`No file ${file.id}.`);
+    throw new ConflictError('already_uploaded', `File ${file.id} has already been uploaded; an upload link works once.`);
+  }
+  return toFileView(await findFile(db, claims.orgId, file.id));
+}
+
+/** The bytes and headers behind a download link. */
+export async function openDownload(
+  db: Kysely<Database>,
+  blobs: BlobStore,
+  claims: LinkClaims,
+): Promise<{ file: FileView; stream: Readable; size: number }> {
+  const file = await findFile(db, claims.orgId, claims.fileId);
+  if (file.status !== 'ready' || !file.storage_key) throw new ConflictError('file_not_ready', `File ${file.id} has not been uploaded yet.`);
+  const blob = await blobs.get(file.storage_key);
+  if (!blob) throw new NotFoundError(`The bytes of file ${file.id} are gone.`);
+  return { file: toFileView(file), stream: blob.stream, size: blob.size };
+}

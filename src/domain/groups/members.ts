@@ -1,0 +1,103 @@
+import { isForeignKeyViolation } from '../../db/database.js';
+import type { Ctx } from '../context.js';
+import { NotFoundError, ValidationError } from '../errors.js';
+import { nowIso } from '../ids.js';
+import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { requireScope } from '../scopes.js';
+import { getGroup, requireGroup, type GroupView } from './groups.js';
+
+export const MAX_MEMBERS_PER_REQUEST = 100;
+
+export interface GroupMemberView {
+  object: 'group_member';
+  /** The contact's id: a member is a contact within a group. */
+  id: string;
+  group_id: string;
+  contact_id: string;
+  added_at: string;
+}
+
+function toMemberView(row: { group_id: string; contact_id: string; added_at: string }): GroupMemberView {
+  return { object: 'group_member', id: row.contact_id, group_id: row.group_id, contact_id: row.contact_id, added_at: row.added_at };
+}
+
+/** Members in the order they were added (then by contact id), a page at a time. */
+export async function listMembers(ctx: Ctx, groupId: string, page: PageRequest): Promise<Page<GroupMemberView & { created_at: string }>> {
+  requireScope(ctx.actor, 'groups:read');
+  await requireGroup(ctx.db, ctx.orgId, groupId);
+  let query = ctx.db
+    .selectFrom('group_members')
+    .select(['group_id', 'contact_id', 'added_at'])
+    .where('org_id', '=', ctx.orgId)
+    .where('group_id', '=', groupId);
+  if (page.after) query = query.where(afterPosition('group_members', page.after, ['added_at', 'contact_id']));
+  const rows = await query
+    .orderBy('added_at')
+    .orderBy('contact_id')
+    .limit(page.limit + 1)
+    .execute();
+  const { items, hasMore } = toPage(rows, page.limit);
+  // `created_at` is only the cursor position; the view a client sees has `added_at`.
+  return { items: items.map((r) => ({ ...toMemberView(r), created_at: r.added_at })), hasMore };
+}
+
+/**
+ * Adds up to 100 contacts at once, all or nothing: if any id is not a contact of this
+ * organisation nobody is added and the error names it. Adding a present member changes nothing.
+ */
+export async function addMembers(ctx: Ctx, groupId: string, contactIds: string[]): Promise<GroupView> {
+  requireScope(ctx.actor, 'groups:write');
+  if (contactIds.length === 0 || contactIds.length > MAX_MEMBERS_PER_REQUEST) {
+    throw ValidationError.field('contact_ids', `must hold 1 to ${MAX_MEMBERS_PER_REQUEST} contact ids`);
+  }
+  const unique = [...new Set(contactIds)];
+  const at = nowIso(ctx.now);
+  try {
+    await insertMembers(ctx, groupId, unique, at);
+  } catch (error) {
+    // The group or a contact was deleted while we added: report it like any unknown id.
+    if (isForeignKeyViolation(error)) throw new NotFoundError('The group or one of the contacts was just deleted; nobody was added.');
+    throw error;
+  }
+  return getGroup(ctx, groupId);
+}
+
+async function insertMembers(ctx: Ctx, groupId: string, unique: string[], at: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    await requireGroup(trx, ctx.orgId, groupId);
+    const found = await trx.selectFrom('contacts').select('id').where('org_id', '=', ctx.orgId).where('id', 'in', unique).execute();
+    const known = new Set(found.map((r) => r.id));
+    const missing = unique.filter((id) => !known.has(id));
+    if (missing.length > 0) {
+      throw new NotFoundError(`No contact ${missing.join(', ')}; nobody was added.`, { missing_ids: missing });
+    }
+    await trx
+      .insertInto('group_members')
+      .values(unique.map((contact_id) => ({ org_id: ctx.orgId, group_id: groupId, contact_id, added_at: at })))
+      .onConflict((oc) => oc.columns(['group_id', 'contact_id']).doNothing())
+      .execute();
+    await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();
+  });
+}
+
+export async function removeMember(
+  ctx: Ctx,
+  groupId: string,
+  contactId: string,
+): Promise<{ object: 'group_member'; id: string; deleted: true }> {
+  requireScope(ctx.actor, 'groups:write');
+  await requireGroup(ctx.db, ctx.orgId, groupId);
+  const result = await ctx.db
+    .deleteFrom('group_members')
+    .where('org_id', '=', ctx.orgId)
+    .where('group_id', '=', groupId)
+    .where('contact_id', '=', contactId)
+    .executeTakeFirst();
+  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`Contact ${contactId} is not a member of group ${groupId}.`);
+  await ctx.db
+    .updateTable('groups')
+    .set({ updated_at: nowIso(ctx.now) })
+    .where('id', '=', groupId)
+    .execute();
+  return { object: 'group_member', id: contactId, deleted: true };
+}

@@ -1,0 +1,83 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { FileDeps } from '../../domain/files/files.js';
+import type { SignedLinks } from '../../domain/files/links.js';
+import { openDownload, receiveUpload } from '../../domain/files/transfer.js';
+import { File, LinkParams } from '../schemas/files.js';
+import { Problem } from '../schemas/problem.js';
+
+export interface TransferDeps {
+  db: Kysely<Database>;
+  files: FileDeps;
+  links: SignedLinks;
+}
+
+/** RFC 6266/8187: an ASCII fallback name plus the exact UTF-8 name, safe against header injection. */
+export function contentDisposition(name: string): string {
+  const fallback = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+/**
+ * The links the API hands out for file bytes. They are capabilities (a signed, expiring token)
+ * and read no Authorization header, so they work from a browser or a plain `curl -T`.
+ */
+export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (app, { db, files, links }) => {
+  // Upload bodies are raw bytes of any type, streamed by the handler: no parser reads them here.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  app.put('/uploads/:token', {
+    schema: {
+      operationId: 'uploadFile',
+      summary: 'Upload the bytes of a reserved file',
+      description:
+        'The `upload_url` of a reservation. Send exactly the reserved number of bytes as the raw body, with no API key. Answers the file, now `ready` with its sha256. Works once.',
+      tags: ['Files'],
+      params: LinkParams,
+      response: { 200: File, 400: Problem, 403: Problem, 404: Problem, 409: Problem, 410: Problem, 413: Problem, 500: Problem },
+    },
+    handler: async (request, reply) => {
+      const claims = links.verify('upload', request.params.token, new Date());
+      const header = request.headers['content-length'];
+      const declared = header === undefined ? null : Number(header);
+      // Refusing before the body is read: close the connection rather than drain a large body.
+      reply.header('connection', 'close');
+      const file = await receiveUpload(db, files.blobs, files.maxFileBytes, claims, request.raw, declared, new Date());
+      reply.removeHeader('connection');
+      return file;
+    },
+  });
+
+  app.get('/downloads/:token', {
+    schema: {
+      operationId: 'downloadFile',
+      summary: 'Download the bytes of a file',
+      description: "The `url` of a download link. Needs no API key; expires at the link's `expires_at`.",
+      tags: ['Files'],
+      params: LinkParams,
+      response: {
+        200: { description: "The file's bytes, with its Content-Type.", type: 'string', format: 'binary' },
+        403: Problem,
+        404: Problem,
+        409: Problem,
+        410: Problem,
+        500: Problem,
+      },
+    },
+    handler: async (request, reply) => {
+      const claims = links.verify('download', request.params.token, new Date());
+      const { file, stream, size } = await openDownload(db, files.blobs, claims);
+      return reply
+        .header('content-type', file.content_type)
+        .header('content-length', String(size))
+        .header('content-disposition', contentDisposition(file.name))
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .header('cache-control', 'private, no-store')
+        .send(stream as never); // a stream bypasses serialization
+    },
+  });
+};

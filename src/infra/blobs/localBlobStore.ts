@@ -1,0 +1,92 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { BlobSizeError, type BlobStore, type StoredBlob } from './blobStore.js';
+
+/**
+ * Blobs as files under a directory. A write goes to `tmp/<random>.part`, is flushed to disk, then
+ * renamed into place: a rename within one file system is atomic, so a reader never sees half a
+ * file and a crash leaves only a `.part` file that `sweep` removes.
+ */
+export class LocalBlobStore implements BlobStore {
+  private readonly tmpDir: string;
+
+  constructor(private readonly root: string) {
+    this.tmpDir = path.join(root, 'tmp');
+  }
+
+  private pathOf(key: string): string {
+    // Keys are made by the server ([A-Za-z0-9_/]); refuse anything that could climb out of root.
+    if (!/^[A-Za-z0-9_]+(\/[A-Za-z0-9_]+)*$/.test(key)) throw new Error(`invalid blob key ${key}`);
+    return path.join(this.root, 'blobs', key);
+  }
+
+  async put(key: string, source: Readable, expectedBytes: number): Promise<StoredBlob> {
+    const target = this.pathOf(key);
+    await mkdir(this.tmpDir, { recursive: true });
+    const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
+    const hash = createHash('sha256');
+    let size = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        size += chunk.length;
+        if (size > expectedBytes) return done(new BlobSizeError(expectedBytes, size));
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx' }));
+      if (size !== expectedBytes) throw new BlobSizeError(expectedBytes, size);
+      const handle = await open(tmp, 'r+');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await mkdir(path.dirname(target), { recursive: true });
+      await rename(tmp, target);
+    } catch (error) {
+      await rm(tmp, { force: true });
+      throw error;
+    }
+    return { size, sha256: hash.digest('hex') };
+  }
+
+  async get(key: string): Promise<{ stream: Readable; size: number } | null> {
+    const file = this.pathOf(key);
+    try {
+      const { size } = await stat(file);
+      return { stream: createReadStream(file), size };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.pathOf(key), { force: true });
+  }
+
+  async sweep(olderThan: Date): Promise<number> {
+    let removed = 0;
+    let names: string[];
+    try {
+      names = await readdir(this.tmpDir);
+    } catch {
+      return 0;
+    }
+    for (const name of names) {
+      const file = path.join(this.tmpDir, name);
+      const info = await stat(file).catch(() => null);
+      if (info && info.mtime < olderThan) {
+        await rm(file, { force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+}
