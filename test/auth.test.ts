@@ -8,16 +8,19 @@ import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';
 import { addMember, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 describe('key format', () => {
-  it('has the live prefix, 43 characters and a checksum that catches typos', () => {
-    const key = generateKey();
+  it('has the live prefix, 43 characters and a keyed checksum that catches typos and forgeries', () => {
+    const secret = 'a-secret-of-at-least-32-characters!!';
+    const key = generateKey(secret);
     expect(key).toMatch(/^od_live_[A-Za-z0-9]{43}$/);
-    expect(isWellFormedKey(key)).toBe(true);
+    expect(isWellFormedKey(secret, key)).toBe(true);
     const last = key.at(-1)!;
     const typo = key.slice(0, -1) + (last === 'a' ? 'b' : 'a');
-    expect(isWellFormedKey(typo)).toBe(false);
+    expect(isWellFormedKey(secret, typo)).toBe(false);
     const swapped = key.slice(0, 10) + key[11] + key[10] + key.slice(12);
-    if (swapped !== key) expect(isWellFormedKey(swapped)).toBe(false);
-    expect(isWellFormedKey(key + 'x')).toBe(false);
+    if (swapped !== key) expect(isWellFormedKey(secret, swapped)).toBe(false);
+    expect(isWellFormedKey(secret, key + 'x')).toBe(false);
+    // Without the server's secret nobody can make a key that passes the checksum.
+    expect(isWellFormedKey(secret, generateKey('another-secret-of-32-characters-or-more'))).toBe(false);
     expect(hashKey('secret-a'.repeat(4), key)).not.toBe(hashKey('secret-b'.repeat(4), key));
   });
 });
@@ -46,7 +49,8 @@ describe.each(DIALECTS)('authentication on %s', (dialect) => {
     await expect401(await h.call(null, 'GET', '/api/v1/contacts', undefined, { authorization: 'Bearer' }));
     await expect401(await h.call('od_live_short', 'GET', '/api/v1/contacts'));
     await expect401(await h.call(key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A'), 'GET', '/api/v1/contacts'));
-    await expect401(await h.call(generateKey(), 'GET', '/api/v1/contacts'));
+    await expect401(await h.call(generateKey(h.config.secretKey), 'GET', '/api/v1/contacts'));
+    await expect401(await h.call(generateKey('a-secret-this-server-does-not-have!!'), 'GET', '/api/v1/contacts'));
     await expect401(await h.call("' OR 1=1 --", 'GET', '/api/v1/contacts'));
     expect((await h.call(null, 'GET', '/api/v1/contacts', undefined, { authorization: `bearer ${key}` })).statusCode).toBe(200);
   });

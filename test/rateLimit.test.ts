@@ -130,7 +130,7 @@ for (const limiter of LIMITERS) {
         await exact.call(null, 'GET', '/api/v1/contacts'),
         await exact.call(null, 'GET', '/api/v1/contacts', undefined, { authorization: 'Basic abc' }),
         await list(exact, 'od_live_malformed'),
-        await list(exact, generateKey()),
+        await list(exact, generateKey(exact.config.secretKey)),
         await list(exact, revoked.key),
         expiredRes,
       ];

@@ -93,3 +93,10 @@ export function isForeignKeyViolation(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
+
+/** PostgreSQL refusing a character it cannot store (NUL, invalid UTF-8). */
+export function isEncodingError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return code === '22021' || code === '22P05';
+}

@@ -18,9 +18,18 @@ export function charLength(value: string): number {
 
 // NUL cannot be stored by PostgreSQL and has no business in any field; other C0 controls are
 // refused in one-line fields (tab, newline and carriage return stay allowed in multi-line ones).
+// C1 controls are refused everywhere; bidirectional embedding, override and isolate controls in
+// one-line fields (names, emails), where they can make a name display as something else.
 const NUL = /\u0000/;
-const ONE_LINE_CONTROL = /[\u0000-\u001f\u007f]/;
-const MULTI_LINE_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+const ONE_LINE_CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+const MULTI_LINE_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
+// A lone UTF-16 surrogate is not text: stored as U+FFFD it would make two different inputs equal.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Whether a string is well-formed Unicode text without control characters. */
+export function isCleanText(value: string, multiline = false): boolean {
+  return !(multiline ? MULTI_LINE_CONTROL : ONE_LINE_CONTROL).test(value) && !LONE_SURROGATE.test(value);
+}
 
 export function checkText(
   field: string,
@@ -36,9 +45,8 @@ export function checkText(
     errors.push({ field, message: `must be at most ${options.max} characters` });
     return;
   }
-  const control = options.multiline ? MULTI_LINE_CONTROL : ONE_LINE_CONTROL;
-  if (NUL.test(value) || control.test(value)) {
-    errors.push({ field, message: 'must not contain control characters' });
+  if (NUL.test(value) || !isCleanText(value, options.multiline)) {
+    errors.push({ field, message: 'must be text without control characters' });
   }
 }
 
@@ -50,7 +58,7 @@ const LOCAL = new RegExp(`^${ATEXT}+(\\.${ATEXT}+)*$`, 'u');
 const LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
 
 export function isEmail(value: string): boolean {
-  if (charLength(value) > LIMITS.email) return false;
+  if (charLength(value) > LIMITS.email || !isCleanText(value) || /\s/u.test(value)) return false;
   const at = value.lastIndexOf('@');
   if (at <= 0) return false;
   const local = value.slice(0, at);

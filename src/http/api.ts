@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { FileDeps } from '../domain/files/files.js';
+import { ValidationError } from '../domain/errors.js';
 import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
 import { authenticate } from './authenticate.js';
 import { idempotencyOnSend, idempotencyPreHandler } from './idempotency.js';
@@ -29,6 +30,14 @@ export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options
     limits: options.limits,
   };
   app.addHook('onRequest', authenticate(deps));
+  // An operation without a body schema takes no body: one sent anyway is refused, not ignored
+  // (an empty object is accepted, as some clients send one with every PUT).
+  app.addHook('preValidation', async (request) => {
+    const body = request.body;
+    if (body === undefined || request.routeOptions.schema?.body) return;
+    if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0) return;
+    throw ValidationError.field('body', 'this operation takes no body');
+  });
   app.addHook('preHandler', idempotencyPreHandler(deps.db));
   app.addHook('onSend', idempotencyOnSend(deps.db));
   await app.register(contactRoutes, deps);

@@ -1,8 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Db } from '../db/database.js';
-import { KEY_IN_TEXT, KEY_PREFIX } from '../domain/apiKeys/format.js';
-import { UnauthorizedError } from '../domain/errors.js';
 import { randomBase62 } from '../domain/ids.js';
 import type { RateLimiter } from '../infra/rateLimit/rateLimiter.js';
 import type { Config } from '../config.js';
@@ -18,6 +16,8 @@ import { SignedLinks } from '../domain/files/links.js';
 import type { BlobStore } from '../infra/blobs/blobStore.js';
 import { openBlobStore } from '../infra/choose.js';
 import { opsRoutes } from './routes/ops.js';
+import { guardUrl, redactUrl } from './urlGuard.js';
+import { NoQuery } from './schemas/common.js';
 import { useStrictValidation } from './validation.js';
 import './types.js';
 
@@ -31,9 +31,6 @@ export interface AppDeps {
   logger?: false | { stream: DestinationStream };
   https?: { cert: Buffer; key: Buffer } | null;
 }
-
-/** Keys must never reach a log, even when a client puts one in a URL. */
-const redactUrl = (url: string) => url.replace(KEY_IN_TEXT, 'od_live_[REDACTED]');
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
@@ -53,9 +50,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: false,
     bodyLimit: config.maxJsonBytes,
     trustProxy: config.trustProxy,
+    // Errors Fastify raises before routing (a URL that does not decode, a bad Content-Type header)
+    // get the same problem document and Request-Id as every other error.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('request-id', request.id);
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+        // An id longer than any the API makes: simply not found.
+        void sendProblem(request, reply, config.docsUrl, 404, 'not_found', 'No record has an id that long.');
+        return;
+      }
+      const detail = error.code === 'FST_ERR_BAD_URL' ? 'The URL is not valid percent-encoded UTF-8.' : 'The request could not be read.';
+      void sendProblem(request, reply, config.docsUrl, 400, 'invalid_request', detail);
+    },
   }) as unknown as FastifyInstance;
 
   useStrictValidation(app);
+  // Unknown query parameters are refused everywhere, not only on lists (a misspelt parameter
+  // silently ignored is a bug the client never sees).
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as { operationId?: string; querystring?: unknown } | undefined;
+    if (schema?.operationId && !schema.querystring) schema.querystring = NoQuery;
+  });
   const allowedMethods = routeTable(app);
   const openApi = openApiCollector(app, config.publicUrl);
 
@@ -69,11 +84,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
-    if (request.url.includes(KEY_PREFIX)) {
-      throw new UnauthorizedError(
-        'API keys must be sent in the Authorization header, never in a URL. Treat this key as exposed and revoke it.',
-      );
-    }
+    guardUrl(request.url);
   });
 
   app.setErrorHandler(errorHandler(config.docsUrl));

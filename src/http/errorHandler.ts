@@ -13,6 +13,7 @@ import {
   ValidationError,
   type FieldError,
 } from '../domain/errors.js';
+import { isEncodingError, isForeignKeyViolation } from '../db/database.js';
 import { sendProblem } from './problem.js';
 
 /** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
@@ -113,6 +114,27 @@ export function errorHandler(docsUrl: string) {
         return sendProblem(request, reply, docsUrl, 400, 'invalid_request', 'The body is not valid JSON.', {
           errors: [{ field: 'body', message: 'must be valid JSON' }],
         });
+    }
+    // Database refusals that a racing request or odd input can provoke: never a 500 for them.
+    if (isForeignKeyViolation(error)) {
+      return sendProblem(
+        request,
+        reply,
+        docsUrl,
+        404,
+        'not_found',
+        'A record this request refers to was deleted meanwhile; nothing was changed.',
+      );
+    }
+    if (isEncodingError(error)) {
+      return sendProblem(
+        request,
+        reply,
+        docsUrl,
+        400,
+        'invalid_request',
+        'The request contains characters that cannot be stored (such as NUL).',
+      );
     }
     const status = fastifyError.statusCode ?? 500;
     if (status >= 400 && status < 500) {

@@ -38,17 +38,30 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-function fingerprint(request: FastifyRequest): string {
-  const path = request.url.split('?')[0] ?? '';
+/**
+ * method + route + path ids + canonical body: the route pattern and the decoded ids, not the raw
+ * URL, so `/api/v1/%63ontacts` and `/api/v1/contacts` are the same request.
+ */
+export function fingerprint(method: string, route: string, params: unknown, body: unknown): string {
   return createHash('sha256')
-    .update(`${request.method} ${path}\n${canonicalJson(request.body ?? null)}`)
+    .update(`${method} ${route} ${canonicalJson(params ?? {})}\n${canonicalJson(body ?? null)}`)
     .digest('hex');
 }
 
 /** Whether a response is kept for replay: successes and domain refusals, not edge refusals. */
-function isStored(status: number): boolean {
+export function isStored(status: number): boolean {
   if (status < 300) return true;
   return status >= 400 && status < 500 && ![400, 401, 403, 408, 413, 415, 429].includes(status);
+}
+
+/** A replayed problem document names the replaying request, like its Request-Id header. */
+function replayBody(body: string, headers: Record<string, string>, requestId: string): string {
+  if (!headers['content-type']?.includes('problem+json')) return body;
+  try {
+    return JSON.stringify({ ...(JSON.parse(body) as Record<string, unknown>), request_id: requestId });
+  } catch {
+    return body;
+  }
 }
 
 /** preHandler of every POST: runs after authentication and validation, before the handler. */
@@ -58,7 +71,8 @@ export function idempotencyPreHandler(db: Kysely<Database>) {
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     if (key === null) return undefined;
     const orgId = request.apiKey.orgId;
-    const result = await claim(db, orgId, key, fingerprint(request), new Date());
+    const print = fingerprint(request.method, request.routeOptions.url ?? '', request.params, request.body);
+    const result = await claim(db, orgId, key, print, new Date());
     switch (result.outcome) {
       case 'claimed':
         request.idempotency = { orgId, key };
@@ -74,7 +88,10 @@ export function idempotencyPreHandler(db: Kysely<Database>) {
         );
       case 'replay':
         for (const [name, value] of Object.entries(result.response.headers)) reply.header(name, value);
-        return reply.code(result.response.status).header('idempotent-replayed', 'true').send(result.response.body);
+        return reply
+          .code(result.response.status)
+          .header('idempotent-replayed', 'true')
+          .send(replayBody(result.response.body, result.response.headers, request.id));
     }
   };
 }
@@ -91,9 +108,17 @@ export function idempotencyOnSend(db: Kysely<Database>) {
         const value = reply.getHeader(name);
         if (value !== undefined) headers[name] = String(value);
       }
-      await complete(db, claimed.orgId, claimed.key, { status: reply.statusCode, headers, body: payload });
+      try {
+        await complete(db, claimed.orgId, claimed.key, { status: reply.statusCode, headers, body: payload });
+      } catch (error) {
+        // The work is done but its replay is not stored: the claim lapses after LOCK_MS and a
+        // retry would run again. Rare (the database failed between two statements), so loud.
+        request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not store the idempotent response');
+      }
     } else {
-      await release(db, claimed.orgId, claimed.key);
+      await release(db, claimed.orgId, claimed.key).catch((error: unknown) =>
+        request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not release the idempotency key'),
+      );
     }
     return payload;
   };

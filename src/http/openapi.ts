@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { ERROR_CODES, type ErrorCode } from './errorCodes.js';
+import { isStored } from './idempotency.js';
 import { componentName, namedSchemas } from './schemas/common.js';
 
 type Json = Record<string, unknown>;
@@ -80,14 +81,6 @@ function codesFor(route: Documented, status: number): ErrorCode[] {
   return applicable.length > 0 ? applicable : all;
 }
 
-/**
- * Responses kept for Idempotency-Key replays (mirrors http/idempotency.ts): successes and the
- * domain's refusals, not the edge's (validation, authentication, scope, size, media type, limits).
- */
-function mayBeReplayed(status: number): boolean {
-  return status < 300 || (status >= 400 && status < 500 && ![400, 401, 403, 408, 413, 415, 429].includes(status));
-}
-
 const listOf = (items: string[]) => (items.length > 1 ? `${items.slice(0, -1).join(', ')} or ${items.at(-1)}` : (items[0] ?? ''));
 
 function successDescription(status: number, schema: Json): string {
@@ -106,7 +99,7 @@ function responseObject(route: Documented, status: string, schema: Json, usedCod
   if (code === 429) headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
   if (code === 405) headers.Allow = { $ref: '#/components/headers/Allow' };
   if (code === 201) headers.Location = { $ref: '#/components/headers/Location' };
-  if (route.idempotent && mayBeReplayed(code)) headers['idempotent-replayed'] = { $ref: '#/components/headers/IdempotentReplayed' };
+  if (route.idempotent && isStored(code)) headers['idempotent-replayed'] = { $ref: '#/components/headers/IdempotentReplayed' };
   if (code < 400) {
     return {
       description: successDescription(code, schema),

@@ -87,7 +87,7 @@ export async function createApiKey(admin: KeyAdmin, secret: string, input: Creat
   }
   if (errors.length > 0) throw new ValidationError(errors);
 
-  const key = generateKey();
+  const key = generateKey(secret);
   const scopes = [...new Set(input.scopes.filter(isScope))];
   const row = {
     id: newId('key'),
@@ -169,16 +169,35 @@ export interface AuthenticatedKey {
 
 /** Resolves a presented key, or throws 401-worthy errors that never say which check failed. */
 export async function authenticateKey(db: Kysely<Database>, secret: string, presented: string, now: Date): Promise<AuthenticatedKey> {
-  if (!isWellFormedKey(presented)) throw new UnauthorizedError('The API key is malformed.');
+  if (!isWellFormedKey(secret, presented)) throw new UnauthorizedError('The API key is malformed.');
+  // One indexed read, which also checks that the key's creator is still an admin of the
+  // organisation and active: a key never outlives its creator's admin rights, even if a
+  // demotion raced the key's creation.
   const row = await db
     .selectFrom('api_keys')
-    .select(['id', 'org_id', 'scopes', 'expires_at', 'revoked_at', 'last_used_at'])
-    .where('key_hash', '=', hashKey(secret, presented))
+    .leftJoin('memberships', (join) =>
+      join.onRef('memberships.org_id', '=', 'api_keys.org_id').onRef('memberships.user_id', '=', 'api_keys.created_by'),
+    )
+    .leftJoin('users', 'users.id', 'api_keys.created_by')
+    .select([
+      'api_keys.id',
+      'api_keys.org_id',
+      'api_keys.scopes',
+      'api_keys.expires_at',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
+      'memberships.role',
+      'users.deactivated_at',
+    ])
+    .where('api_keys.key_hash', '=', hashKey(secret, presented))
     .executeTakeFirst();
   if (!row) throw new UnauthorizedError('The API key is not valid.');
   if (row.revoked_at !== null) throw new UnauthorizedError('The API key has been revoked.');
   if (row.expires_at !== null && row.expires_at <= nowIso(now)) {
     throw new UnauthorizedError('The API key has expired.');
+  }
+  if (row.role !== 'admin' || row.deactivated_at !== null) {
+    throw new UnauthorizedError('The API key has been revoked: the admin who created it no longer has admin access.');
   }
   return {
     id: row.id,

@@ -121,6 +121,7 @@ export async function getContact(ctx: Ctx, id: string): Promise<ContactView> {
 export async function updateContact(ctx: Ctx, id: string, patch: ContactPatch): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
   checkFields(patch);
+  if (Object.values(patch).every((value) => value === undefined)) return getContact(ctx, id); // nothing to change
   const at = nowIso(ctx.now);
   const { label_ids: labelIds, ...fields } = patch;
   const set = {

@@ -71,9 +71,12 @@ async function insertMembers(ctx: Ctx, groupId: string, unique: string[], at: st
     if (missing.length > 0) {
       throw new NotFoundError(`No contact ${missing.join(', ')}; nobody was added.`, { missing_ids: missing });
     }
+    // Rows in one order (by id) whatever the request's order: two concurrent adds of overlapping
+    // sets then lock their rows in the same order and cannot deadlock on PostgreSQL.
+    const ordered = [...unique].sort();
     await trx
       .insertInto('group_members')
-      .values(unique.map((contact_id) => ({ org_id: ctx.orgId, group_id: groupId, contact_id, added_at: at })))
+      .values(ordered.map((contact_id) => ({ org_id: ctx.orgId, group_id: groupId, contact_id, added_at: at })))
       .onConflict((oc) => oc.columns(['group_id', 'contact_id']).doNothing())
       .execute();
     await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();

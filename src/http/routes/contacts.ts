@@ -51,10 +51,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
     },
     handler: async (request, reply) => {
       const contact = await createContact(ctxOf(request, db), request.body);
-      return reply
-        .code(201)
-        .header('location', `${request.url.split('?')[0]}/${contact.id}`)
-        .send(contact);
+      return reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`).send(contact);
     },
   });
 

@@ -34,10 +34,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, 
     },
     handler: async (request, reply) => {
       const reservation = await reserveFile(ctxOf(request, db), files, request.body);
-      return reply
-        .code(201)
-        .header('location', `${request.url.split('?')[0]}/${reservation.id}`)
-        .send(reservation);
+      return reply.code(201).header('location', `${request.routeOptions.url}/${reservation.id}`).send(reservation);
     },
   });
 

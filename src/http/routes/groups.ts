@@ -48,10 +48,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db,
     },
     handler: async (request, reply) => {
       const group = await createGroup(ctxOf(request, db), request.body);
-      return reply
-        .code(201)
-        .header('location', `${request.url.split('?')[0]}/${group.id}`)
-        .send(group);
+      return reply.code(201).header('location', `${request.routeOptions.url}/${group.id}`).send(group);
     },
   });
 

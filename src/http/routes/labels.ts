@@ -36,10 +36,7 @@ export const labelRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db,
     },
     handler: async (request, reply) => {
       const label = await createLabel(ctxOf(request, db), request.body);
-      return reply
-        .code(201)
-        .header('location', `${request.url.split('?')[0]}/${label.id}`)
-        .send(label);
+      return reply.code(201).header('location', `${request.routeOptions.url}/${label.id}`).send(label);
     },
   });
 

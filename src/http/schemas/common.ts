@@ -57,5 +57,11 @@ export function Deleted(object: string) {
   return Type.Object({ object: Type.Literal(object), id: Type.String(), deleted: Type.Literal(true) }, { additionalProperties: false });
 }
 
-export const IdParam = (prefix: string, what: string) =>
-  Type.String({ minLength: 1, maxLength: 64, description: `The ${what}'s id (\`${prefix}_…\`).` });
+/** An id in a path: any text, so that an unknown or malformed id is simply not found (404). */
+export const IdParam = (prefix: string, what: string) => Type.String({ description: `The ${what}'s id (\`${prefix}_…\`).` });
+
+/** An id inside a body: letters, digits and underscores, as every id the API makes. */
+export const IdString = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$' });
+
+/** The query of an operation that takes no parameters: any parameter is refused by name. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });

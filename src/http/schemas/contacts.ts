@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { LIMITS } from '../../domain/validation.js';
-import { Cursor, IdParam, Limit, ListOf, named, Nullable, Timestamp, Deleted } from './common.js';
+import { Cursor, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp, Deleted } from './common.js';
 import { Label } from './labels.js';
 
 const first_name = Type.String({ minLength: 1, maxLength: LIMITS.name, examples: ['Ada'] });
@@ -15,7 +15,7 @@ const email = Type.String({
 const phone = Nullable(Type.String({ maxLength: LIMITS.phone, examples: ['+44 20 7946 0958'] }));
 const address = Nullable(Type.String({ maxLength: LIMITS.address }));
 const notes = Nullable(Type.String({ maxLength: LIMITS.notes }));
-const label_ids = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+const label_ids = Type.Array(IdString, {
   maxItems: 100,
   description: 'Ids of labels of this organisation; the contact ends up with exactly these.',
 });

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { LIMITS } from '../../domain/validation.js';
-import { Cursor, Deleted, IdParam, Limit, ListOf, named, Nullable, Timestamp } from './common.js';
+import { Cursor, Deleted, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp } from './common.js';
 
 const name = Type.String({ minLength: 1, maxLength: LIMITS.name, examples: ['Newsletter'] });
 const description = Nullable(Type.String({ maxLength: 1000, description: 'Free text; null when unset.' }));
@@ -61,7 +61,7 @@ export const GroupMembersAdd = named(
   'GroupMembersAdd',
   Type.Object(
     {
-      contact_ids: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+      contact_ids: Type.Array(IdString, {
         minItems: 1,
         maxItems: 100,
         description: 'Contacts to add, 1 to 100. All or nothing: an unknown id adds nobody. Present members are left as they are.',

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { finished, PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlobSizeError, type BlobStore, type StoredBlob } from './blobStore.js';
 
@@ -38,8 +38,18 @@ export class LocalBlobStore implements BlobStore {
         done(null, chunk);
       },
     });
+    // The source is the caller's (an HTTP request): a failure here must not destroy it, or the
+    // caller could not answer (a destroyed request takes its socket along, so a client sending too
+    // many bytes would see a reset instead of a 400). So read it through a pipe that is ours to
+    // tear down, and watch the source for an abort (a cut connection) ourselves.
+    const input = new PassThrough();
+    const stopWatching = finished(source, (error) => {
+      if (error) input.destroy(error);
+    });
+    source.pipe(input);
+    const output = createWriteStream(tmp, { flags: 'wx' });
     try {
-      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx' }));
+      await pipeline(input, meter, output);
       if (size !== expectedBytes) throw new BlobSizeError(expectedBytes, size);
       const handle = await open(tmp, 'r+');
       try {
@@ -50,8 +60,13 @@ export class LocalBlobStore implements BlobStore {
       await mkdir(path.dirname(target), { recursive: true });
       await rename(tmp, target);
     } catch (error) {
+      // pipeline() rejects on the first error, possibly before the file stream has even opened
+      // its file: removing the file before the stream closed could leave a stray `.part` behind.
       await rm(tmp, { force: true });
       throw error;
+    } finally {
+      stopWatching();
+      source.unpipe(input);
     }
     return { size, sha256: hash.digest('hex') };
   }

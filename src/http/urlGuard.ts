@@ -1,0 +1,32 @@
+import { KEY_IN_TEXT, KEY_PREFIX } from '../domain/apiKeys/format.js';
+import { BadRequestError, UnauthorizedError } from '../domain/errors.js';
+
+/** The URL as a server would read it: percent-decoded, or as sent when it does not decode. */
+function decoded(url: string): string {
+  try {
+    return decodeURIComponent(url.replace(/\+/g, ' '));
+  } catch {
+    return url;
+  }
+}
+
+/**
+ * Refuses, before anything else reads the request: an API key anywhere in the URL (also
+ * percent-encoded), and NUL characters (no field may hold one, and PostgreSQL cannot store one).
+ */
+export function guardUrl(url: string): void {
+  const plain = decoded(url);
+  if (url.includes(KEY_PREFIX) || plain.includes(KEY_PREFIX)) {
+    throw new UnauthorizedError(
+      'API keys must be sent in the Authorization header, never in a URL. Treat this key as exposed and revoke it.',
+    );
+  }
+  if (plain.includes('\u0000')) throw new BadRequestError('invalid_request', 'The URL contains a NUL character.');
+}
+
+/** Keys never reach a log, even when a client puts one in a URL, encoded or not. */
+export function redactUrl(url: string): string {
+  const plain = decoded(url);
+  const source = plain !== url && plain.includes(KEY_PREFIX) ? plain : url;
+  return source.replace(KEY_IN_TEXT, `${KEY_PREFIX}[REDACTED]`);
+}
