@@ -36,7 +36,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
 
   beforeAll(async () => {
     const migrated = await json('migrate');
-    expect(migrated.applied).toEqual(['001_core', '002_groups_files']);
+    expect(migrated.applied).toEqual(['001_core', '002_groups_files', '003_sessions']);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);
   afterAll(async () => {

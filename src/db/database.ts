@@ -5,6 +5,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type 
 import pg from 'pg';
 import * as core from './migrations/001_core.js';
 import * as groupsFiles from './migrations/002_groups_files.js';
+import * as sessions from './migrations/003_sessions.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -48,13 +49,35 @@ export function openDatabase(options: DatabaseOptions): Db {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+}
+
+/**
+ * Kysely's SQLite driver prepares every statement anew; preparing costs about as much as running
+ * a small query. The queries are a fixed set of SQL texts (values are bound), so statements are
+ * kept and reused. Bounded, in case some caller ever builds SQL from data.
+ */
+function withStatementCache(sqlite: SQLite.Database, limit = 500) {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare: (text: string) => {
+      let statement = statements.get(text);
+      if (!statement) {
+        if (statements.size >= limit) statements.clear();
+        statement = sqlite.prepare(text);
+        statements.set(text, statement);
+      }
+      return statement;
+    },
+  };
 }
 
 const migrations: Record<string, Migration> = {
   '001_core': core,
   '002_groups_files': groupsFiles,
+  '003_sessions': sessions,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

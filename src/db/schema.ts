@@ -124,6 +124,17 @@ export interface FilesTable {
   uploaded_at: string | null;
 }
 
+export interface SessionsTable {
+  /** SHA-256 of the session cookie's value: a stolen database holds no usable session. */
+  id_hash: string;
+  user_id: string;
+  /** The organisation the user is working in (they may belong to several). */
+  org_id: string;
+  csrf_token: string;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Database {
   orgs: OrgsTable;
   users: UsersTable;
@@ -136,4 +147,5 @@ export interface Database {
   groups: GroupsTable;
   group_members: GroupMembersTable;
   files: FilesTable;
+  sessions: SessionsTable;
 }

@@ -9,6 +9,7 @@ import { errorHandler } from './errorHandler.js';
 import { routeTable } from './methodNotAllowed.js';
 import { openApiCollector } from './openapi.js';
 import { sendProblem } from './problem.js';
+import { dashboard, notFoundPage } from '../dashboard/plugin.js';
 import { docsRoutes } from './routes/docs.js';
 import { transferRoutes } from './routes/transfers.js';
 import type { FileDeps } from '../domain/files/files.js';
@@ -90,6 +91,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setErrorHandler(errorHandler(config.docsUrl));
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
+    if (!path.startsWith('/api/') && String(request.headers.accept ?? '').includes('text/html')) {
+      // A person's browser on a page that does not exist: a page, not a problem document.
+      return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
+    }
     const allowed = allowedMethods(path);
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
@@ -123,6 +128,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(opsRoutes, { db: deps.db });
   await app.register(transferRoutes, { db: deps.db.kysely, files, links });
+  await app.register(dashboard, {
+    db: deps.db.kysely,
+    secret: config.secretKey,
+    files,
+    secureCookies: config.publicUrl.startsWith('https:') || Boolean(deps.https),
+    maxImportBytes: 5 * 1024 * 1024,
+  });
   await app.register(docsRoutes, { openApi });
   await app.register(authenticatedApi, {
     prefix: '/api/v1',

@@ -17,7 +17,7 @@ import { isEncodingError, isForeignKeyViolation } from '../db/database.js';
 import { sendProblem } from './problem.js';
 
 /** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
-function statusOf(error: ServiceError): number {
+export function statusOf(error: ServiceError): number {
   if (error instanceof ValidationError || error instanceof BadRequestError) return 400;
   if (error instanceof UnauthorizedError) return 401;
   if (error instanceof ForbiddenError) return 403;

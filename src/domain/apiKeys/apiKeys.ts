@@ -120,6 +120,17 @@ export async function listApiKeys(admin: KeyAdmin): Promise<ApiKeyView[]> {
   return rows.map(toApiKeyView);
 }
 
+/** The email of each key's creator, by user id: people who have since left the organisation included. */
+export async function keyCreatorEmails(admin: KeyAdmin): Promise<Map<string, string>> {
+  await requireAdmin(admin);
+  const rows = await admin.db
+    .selectFrom('users')
+    .select(['id', 'email'])
+    .where('id', 'in', (eb) => eb.selectFrom('api_keys').select('created_by').where('org_id', '=', admin.orgId))
+    .execute();
+  return new Map(rows.map((r) => [r.id, r.email]));
+}
+
 export async function revokeApiKey(admin: KeyAdmin, keyId: string): Promise<ApiKeyView> {
   await requireAdmin(admin);
   await admin.db

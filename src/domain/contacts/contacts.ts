@@ -24,8 +24,8 @@ export interface ContactInput {
 
 export type ContactPatch = Partial<ContactInput>;
 
-/** Checks every field given, collecting all problems so a client can fix them in one go. */
-function checkFields(input: ContactPatch): void {
+/** Every problem with the fields given, so a client (or an import row) can fix them in one go. */
+export function contactFieldErrors(input: ContactPatch): FieldError[] {
   const errors: FieldError[] = [];
   if (input.first_name !== undefined) checkText('first_name', input.first_name, errors, { max: LIMITS.name, required: true });
   if (input.last_name !== undefined) checkText('last_name', input.last_name, errors, { max: LIMITS.name });
@@ -36,6 +36,11 @@ function checkFields(input: ContactPatch): void {
   if (input.label_ids !== undefined && input.label_ids.length > MAX_LABELS_PER_REQUEST) {
     errors.push({ field: 'label_ids', message: `at most ${MAX_LABELS_PER_REQUEST} labels` });
   }
+  return errors;
+}
+
+function checkFields(input: ContactPatch): void {
+  const errors = contactFieldErrors(input);
   if (errors.length > 0) throw new ValidationError(errors);
 }
 
@@ -74,7 +79,11 @@ async function replaceLabels(db: Kysely<Database>, orgId: string, contactId: str
   }
 }
 
-export async function createContact(ctx: Ctx, input: ContactInput, sourceType: SourceType = 'manual'): Promise<ContactView> {
+/**
+ * Writes a new contact with `trx`, a transaction the caller holds: createContact opens its own, an
+ * import writes every row in one. A duplicate email surfaces as the database's unique violation.
+ */
+export async function insertContact(trx: Kysely<Database>, ctx: Ctx, input: ContactInput, sourceType: SourceType = 'manual'): Promise<string> {
   requireScope(ctx.actor, 'contacts:write');
   checkFields(input);
   const at = nowIso(ctx.now);
@@ -92,17 +101,23 @@ export async function createContact(ctx: Ctx, input: ContactInput, sourceType: S
     created_at: at,
     updated_at: at,
   };
+  const labelIds = await checkLabelIds(trx, ctx.orgId, input.label_ids ?? []);
+  await trx.insertInto('contacts').values(row).execute();
+  await replaceLabels(trx, ctx.orgId, row.id, labelIds, at);
+  return row.id;
+}
+
+export async function createContact(ctx: Ctx, input: ContactInput, sourceType: SourceType = 'manual'): Promise<ContactView> {
+  requireScope(ctx.actor, 'contacts:write');
+  checkFields(input);
+  let id: string;
   try {
-    await ctx.db.transaction().execute(async (trx) => {
-      const labelIds = await checkLabelIds(trx, ctx.orgId, input.label_ids ?? []);
-      await trx.insertInto('contacts').values(row).execute();
-      await replaceLabels(trx, ctx.orgId, row.id, labelIds, at);
-    });
+    id = await ctx.db.transaction().execute((trx) => insertContact(trx, ctx, input, sourceType));
   } catch (error) {
     if (isUniqueViolation(error)) return contactExists(ctx.db, ctx.orgId, input.email);
     throw error;
   }
-  return getContact(ctx, row.id);
+  return getContact(ctx, id);
 }
 
 export async function getContact(ctx: Ctx, id: string): Promise<ContactView> {

@@ -1,3 +1,4 @@
+import { sql, type SqlBool } from 'kysely';
 import type { Ctx } from '../context.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
@@ -7,6 +8,13 @@ export interface ContactFilters {
   /** Exact match, case-insensitive. */
   email?: string;
   labelId?: string;
+  /** Part of the first name, last name or email, case-insensitive (the dashboard's search box). */
+  search?: string;
+}
+
+/** A LIKE pattern matching `text` anywhere, with LIKE's own wildcards taken literally. */
+function containing(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 export async function listContacts(ctx: Ctx, page: PageRequest, filters: ContactFilters = {}): Promise<Page<ContactView>> {
@@ -23,6 +31,12 @@ export async function listContacts(ctx: Ctx, page: PageRequest, filters: Contact
           .whereRef('contact_labels.contact_id', '=', 'contacts.id')
           .where('contact_labels.label_id', '=', labelId),
       ),
+    );
+  }
+  if (filters.search !== undefined && filters.search.trim() !== '') {
+    const pattern = containing(filters.search.trim());
+    query = query.where(
+      sql<SqlBool>`(lower(contacts.first_name) like ${pattern} escape '\\' or lower(contacts.last_name) like ${pattern} escape '\\' or contacts.email_lower like ${pattern} escape '\\')`,
     );
   }
   if (page.after) query = query.where(afterPosition('contacts', page.after));

@@ -40,11 +40,12 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
       response: { 200: File, 400: Problem, 403: Problem, 404: Problem, 409: Problem, 410: Problem, 413: Problem, 500: Problem },
     },
     handler: async (request, reply) => {
+      // Any refusal comes before the body is read (a bad or expired link too): close the
+      // connection rather than drain a body of any size for a request that has no right to send it.
+      reply.header('connection', 'close');
       const claims = links.verify('upload', request.params.token, new Date());
       const header = request.headers['content-length'];
       const declared = header === undefined ? null : Number(header);
-      // Refusing before the body is read: close the connection rather than drain a large body.
-      reply.header('connection', 'close');
       const file = await receiveUpload(db, files.blobs, files.maxFileBytes, claims, request.raw, declared, new Date());
       reply.removeHeader('connection');
       return file;

@@ -62,6 +62,7 @@ export class LocalBlobStore implements BlobStore {
     } catch (error) {
       // pipeline() rejects on the first error, possibly before the file stream has even opened
       // its file: removing the file before the stream closed could leave a stray `.part` behind.
+      if (!output.closed) await new Promise<void>((resolve) => output.once('close', () => resolve()));
       await rm(tmp, { force: true });
       throw error;
     } finally {

@@ -1,0 +1,77 @@
+/** The dashboard's one stylesheet and one script, served from memory (no build step, no CDN). */
+export const CSS = `
+:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#f6f8fa;--accent:#0969da;--danger:#cf222e;--ok:#1a7f37}
+*{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:#fff}
+a{color:var(--accent)}h1{font-size:1.5rem;margin:.2rem 0 1rem}h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
+.topbar{display:flex;align-items:center;gap:1.5rem;padding:.6rem 1.5rem;background:#24292f;color:#fff;flex-wrap:wrap}
+.topbar a{color:#fff;text-decoration:none}.brand{font-weight:700;font-size:1.1rem}
+.topbar nav ul{display:flex;gap:.25rem;list-style:none;margin:0;padding:0;align-items:center}
+.topbar nav a{padding:.3rem .6rem;border-radius:6px;display:block}.topbar nav a:hover{background:#32383f}
+.topbar nav a[aria-current=page]{background:#3d444d;font-weight:600}
+.nav-title{color:#9198a1;font-size:.8rem;text-transform:uppercase;margin-left:.5rem}.sep{width:1px;height:1.2rem;background:#59636e;margin:0 .4rem}
+.who{margin-left:auto;display:flex;gap:.75rem;align-items:center;font-size:.9rem}.who .email{color:#d1d9e0}
+main{max-width:72rem;margin:0 auto;padding:1.5rem}
+.notice{background:#dafbe1;border:1px solid #aceebb;padding:.6rem .9rem;border-radius:6px;margin-bottom:1rem}
+.alert{background:#ffebe9;border:1px solid #ffcecb;padding:.6rem .9rem;border-radius:6px;margin-bottom:1rem}
+.warning{background:#fff8c5;border:1px solid #eed888;padding:.6rem .9rem;border-radius:6px;margin:1rem 0}
+table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}th,td{text-align:left;padding:.5rem .6rem;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-size:.8rem;text-transform:uppercase;color:var(--muted);font-weight:600;background:var(--bg)}
+.field{margin:.6rem 0;display:flex;flex-direction:column;gap:.2rem;max-width:32rem}
+label{font-weight:600;font-size:.9rem}input[type=text],input[type=email],input[type=password],input[type=number],input[type=search],select,textarea{font:inherit;padding:.4rem .55rem;border:1px solid var(--line);border-radius:6px;background:#fff}
+textarea{min-height:5rem}.has-error input,.has-error textarea,.has-error select{border-color:var(--danger)}
+.error{color:var(--danger);font-size:.85rem;margin:0}.hint{color:var(--muted);font-size:.85rem;margin:0}
+button,.button{font:inherit;font-weight:600;padding:.4rem .9rem;border-radius:6px;border:1px solid #1f883d;background:#1f883d;color:#fff;cursor:pointer;text-decoration:none;display:inline-block}
+button.secondary,.button.secondary{background:#f6f8fa;color:var(--fg);border-color:var(--line)}button.danger{background:var(--danger);border-color:var(--danger)}
+.topbar button.secondary{background:#32383f;color:#fff;border-color:#59636e;padding:.2rem .6rem}
+.inline{display:inline}.row{display:flex;gap:.75rem;align-items:flex-end;flex-wrap:wrap}.row .field{margin:0}
+.toolbar{display:flex;justify-content:space-between;align-items:center;gap:1rem;flex-wrap:wrap}
+.chip{display:inline-block;background:#ddf4ff;color:#0550ae;border-radius:999px;padding:0 .55rem;font-size:.8rem;margin:0 .2rem .2rem 0}
+.muted{color:var(--muted)}.mono,code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9em}
+.key-box{display:flex;gap:.5rem;align-items:center;background:var(--bg);border:1px solid var(--line);padding:.6rem;border-radius:6px;max-width:48rem}
+.key-box code{flex:1;word-break:break-all}.checks{display:grid;grid-template-columns:repeat(2,max-content);gap:.3rem 1.5rem;border:0;padding:0;margin:.6rem 0}
+.checks legend{font-weight:600;font-size:.9rem;margin-bottom:.3rem}.checks label{font-weight:400}
+.pager{display:flex;gap:.5rem;margin-top:.5rem}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+.card{border:1px solid var(--line);border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}
+.login{max-width:24rem;margin:4rem auto}.login h1{text-align:center}
+.card>h2:first-child{margin-top:0}.upload-status{margin:0;align-self:center}.upload-status:empty{display:none}
+pre.example{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.6rem .9rem;overflow-x:auto}
+dl.counts{display:grid;grid-template-columns:max-content max-content;gap:.2rem 1rem}dl.counts dt{font-weight:600}dl.counts dd{margin:0}
+ul.reasons{margin:0;padding-left:1.1rem}tr.import-refused td:nth-child(2){color:var(--danger);font-weight:600}
+.warning p{margin:.2rem 0}td.actions{white-space:nowrap}td.actions .error{white-space:normal}
+`;
+
+export const JS = `
+document.addEventListener('click', async (event) => {
+  const button = event.target.closest('[data-copy]');
+  if (!button) return;
+  const text = document.getElementById(button.dataset.copy).textContent;
+  try { await navigator.clipboard.writeText(text); button.textContent = 'Copied'; } catch { button.textContent = 'Select and copy'; }
+});
+document.addEventListener('change', (event) => {
+  // Ticking a write scope ticks its read scope: write includes read.
+  const box = event.target;
+  if (box.name === 'scopes' && box.value.endsWith(':write') && box.checked) {
+    const read = document.querySelector('input[name=scopes][value="' + box.value.replace(':write', ':read') + '"]');
+    if (read) read.checked = true;
+  }
+});
+document.addEventListener('submit', async (event) => {
+  const form = event.target;
+  if (!form.matches('[data-upload]')) return;
+  // The same two steps as the API: reserve, then PUT the bytes to the returned upload URL.
+  event.preventDefault();
+  const input = form.querySelector('input[type=file]');
+  const status = form.querySelector('[data-status]');
+  const file = input.files[0];
+  if (!file) { status.textContent = 'Choose a file first.'; return; }
+  status.textContent = 'Reserving…';
+  const body = new URLSearchParams({ _csrf: form.querySelector('[name=_csrf]').value, name: file.name, content_type: file.type || 'application/octet-stream', size: String(file.size) });
+  const reserved = await fetch('/files/reserve', { method: 'POST', body, headers: { accept: 'application/json' } });
+  const reservation = await reserved.json();
+  if (!reserved.ok) { status.textContent = reservation.message || 'The upload was refused.'; return; }
+  status.textContent = 'Uploading…';
+  const put = await fetch(reservation.upload_url, { method: 'PUT', body: file });
+  if (!put.ok) { const problem = await put.json().catch(() => ({})); status.textContent = problem.detail || 'The upload failed.'; return; }
+  window.location.assign('/files?uploaded=' + encodeURIComponent(reservation.id));
+});
+`;

@@ -1,0 +1,80 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { Ctx } from '../domain/context.js';
+import { ForbiddenError, UnauthorizedError } from '../domain/errors.js';
+import { findSession, type SessionView } from '../domain/sessions/sessions.js';
+
+export const SESSION_COOKIE = 'od_session';
+const FLASH_COOKIE = 'od_flash';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    session?: SessionView;
+    sessionToken?: string;
+  }
+}
+
+/** The signed-in person, or a redirect to the sign-in page. API keys never open the dashboard. */
+export function requireSession(db: Kysely<Database>) {
+  return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const token = request.cookies[SESSION_COOKIE];
+    const session = token ? await findSession(db, token, new Date()) : null;
+    if (!session || !token) {
+      if (request.headers.authorization) {
+        throw new UnauthorizedError('The dashboard is for people: sign in with your email and password. API keys only work on /api/v1.');
+      }
+      const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
+      return reply.redirect(`/login${next}`, 303);
+    }
+    request.session = session;
+    request.sessionToken = token;
+    return undefined;
+  };
+}
+
+/** Every form POST carries the session's CSRF token; a request from another site cannot. */
+export function checkCsrf(request: FastifyRequest, given: unknown): void {
+  const expected = request.session?.csrfToken ?? '';
+  const a = Buffer.from(typeof given === 'string' ? given : '');
+  const b = Buffer.from(expected);
+  if (a.length === 0 || a.length !== b.length || !timingSafeEqual(a, b)) {
+    throw new ForbiddenError('This form has expired or did not come from this site. Go back, reload the page and try again.');
+  }
+}
+
+export function requireAdmin(request: FastifyRequest): void {
+  if (request.session?.role !== 'admin') throw new ForbiddenError('Only admins of this organisation can open this page.');
+}
+
+export function ctxOf(request: FastifyRequest, db: Kysely<Database>): Ctx {
+  const session = request.session;
+  if (!session) throw new UnauthorizedError('Sign in first.');
+  return { db, orgId: session.orgId, actor: { kind: 'user', userId: session.userId, role: session.role }, requestId: request.id, now: new Date() };
+}
+
+/** A one-time message shown on the next page (after a redirect). */
+export function flash(reply: FastifyReply, message: string): void {
+  reply.setCookie(FLASH_COOKIE, message.slice(0, 300), { path: '/', httpOnly: true, sameSite: 'lax', maxAge: 60 });
+}
+
+export function takeFlash(request: FastifyRequest, reply: FastifyReply): string | null {
+  const message = request.cookies[FLASH_COOKIE];
+  if (!message) return null;
+  reply.clearCookie(FLASH_COOKIE, { path: '/' });
+  return message;
+}
+
+/** Form fields arrive as strings (or arrays when repeated); anything else is treated as empty. */
+export function text(body: unknown, name: string): string {
+  const value = (body as Record<string, unknown> | undefined)?.[name];
+  if (Array.isArray(value)) return typeof value[0] === 'string' ? value[0] : '';
+  return typeof value === 'string' ? value : '';
+}
+
+export function list(body: unknown, name: string): string[] {
+  const value = (body as Record<string, unknown> | undefined)?.[name];
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  return typeof value === 'string' && value !== '' ? [value] : [];
+}

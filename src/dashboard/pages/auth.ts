@@ -1,0 +1,89 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { ServiceError } from '../../domain/errors.js';
+import { signIn, signOut, switchOrg } from '../../domain/sessions/sessions.js';
+import { SESSION_COOKIE, checkCsrf, flash, requireSession, text } from '../context.js';
+import { field, html, type FieldErrors } from '../html.js';
+import { page } from '../layout.js';
+import type { DashboardDeps } from '../plugin.js';
+import { SignInThrottle } from '../signInThrottle.js';
+
+function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string }): string {
+  return page({
+    title: 'Sign in',
+    session: null,
+    body: html`<div class="login card">
+  <h1>Sign in to orgdata</h1>
+  ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
+  <form method="post" action="/login" novalidate>
+    <input type="hidden" name="next" value="${options.next ?? ''}">
+    ${field({ name: 'email', label: 'Email', type: 'email', value: options.email, errors: options.errors, required: true, autocomplete: 'username' })}
+    ${field({ name: 'password', label: 'Password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
+    <button type="submit">Sign in</button>
+  </form>
+</div>`,
+  });
+}
+
+/** Only same-site paths: a `next` of `//evil.example` or `https://…` would be an open redirect. */
+function safeNext(next: string): string {
+  return /^\/(?![/\\])/.test(next) && !next.startsWith('/login') ? next : '/contacts';
+}
+
+export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies }) => {
+  const throttle = new SignInThrottle();
+
+  app.get('/login', async (request, reply) => {
+    const next = text(request.query, 'next');
+    return reply.type('text/html; charset=utf-8').send(loginPage({ next }));
+  });
+
+  app.post('/login', async (request, reply) => {
+    const email = text(request.body, 'email');
+    const password = text(request.body, 'password');
+    const next = text(request.body, 'next');
+    const errors: FieldErrors = {};
+    if (!email.trim()) errors.email = 'Enter your email address.';
+    if (!password) errors.password = 'Enter your password.';
+    if (Object.keys(errors).length) return reply.code(400).type('text/html; charset=utf-8').send(loginPage({ email, errors, next }));
+    const wait = throttle.waitSeconds(email, request.ip);
+    if (wait > 0) {
+      const minutes = Math.ceil(wait / 60);
+      return reply
+        .code(429)
+        .header('retry-after', String(wait))
+        .type('text/html; charset=utf-8')
+        .send(loginPage({ email, next, alert: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` }));
+    }
+    try {
+      const session = await signIn(db, email, password, new Date());
+      throttle.succeed(email, request.ip);
+      reply.setCookie(SESSION_COOKIE, session.token, {
+        path: '/',
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: secureCookies,
+        expires: session.expiresAt,
+      });
+      return reply.redirect(safeNext(next), 303);
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      throttle.fail(email, request.ip);
+      return reply.code(401).type('text/html; charset=utf-8').send(loginPage({ email, next, alert: error.message }));
+    }
+  });
+
+  app.post('/logout', { preHandler: requireSession(db) }, async (request, reply) => {
+    checkCsrf(request, text(request.body, '_csrf'));
+    if (request.sessionToken) await signOut(db, request.sessionToken);
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    return reply.redirect('/login', 303);
+  });
+
+  app.post('/orgs/switch', { preHandler: requireSession(db) }, async (request, reply) => {
+    checkCsrf(request, text(request.body, '_csrf'));
+    await switchOrg(db, request.sessionToken!, request.session!, text(request.body, 'org_id'));
+    const org = request.session!.orgs.find((o) => o.id === text(request.body, 'org_id'));
+    flash(reply, `You are now working in ${org?.name ?? 'the organisation'}.`);
+    return reply.redirect('/contacts', 303);
+  });
+};

@@ -1,0 +1,117 @@
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { FileDeps } from '../domain/files/files.js';
+import { ServiceError, ValidationError } from '../domain/errors.js';
+import { statusOf } from '../http/errorHandler.js';
+import { CSS, JS } from './assets.js';
+import { checkCsrf, requireSession, text } from './context.js';
+import { html } from './html.js';
+import { page } from './layout.js';
+import { authPages } from './pages/auth.js';
+import { contactPages } from './pages/contacts.js';
+import { developerPages } from './pages/developer.js';
+import { filePages } from './pages/files.js';
+import { groupPages } from './pages/groups.js';
+import { importPages } from './pages/import.js';
+import { labelPages } from './pages/labels.js';
+import { memberPages } from './pages/members.js';
+
+export interface DashboardDeps {
+  db: Kysely<Database>;
+  secret: string;
+  files: FileDeps;
+  /** Cookies get `Secure` when the dashboard is served over HTTPS. */
+  secureCookies: boolean;
+  maxImportBytes: number;
+}
+
+export function notFoundPage(): string {
+  return page({
+    title: 'Not found',
+    session: null,
+    body: html`<h1>Not found</h1><p>There is no page here. <a href="/contacts">Go to your contacts</a> or <a href="/docs">read the API reference</a>.</p>`,
+  });
+}
+
+/** An error page for people, from the same domain errors the API maps to problem documents. */
+function errorPage(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+  let status = 500;
+  let message = 'Something went wrong on our side. Try again, and tell the operator this number: ' + request.id;
+  if (error instanceof ServiceError) {
+    status = statusOf(error);
+    message = error instanceof ValidationError ? error.errors.map((e) => `${e.field}: ${e.message}`).join('; ') : error.message;
+  } else if ((error as FastifyError).statusCode && (error as FastifyError).statusCode! < 500) {
+    status = (error as FastifyError).statusCode!;
+    message = status === 413 ? 'That upload is too large.' : 'The request could not be read.';
+  } else {
+    request.log.error({ err: error }, 'dashboard request failed');
+  }
+  const title = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 401 ? 'Sign in required' : 'Something went wrong';
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .send(
+      page({
+        title,
+        session: request.session ?? null,
+        body: html`<h1>${title}</h1><div class="alert" role="alert">${message}</div><p><a href="/contacts">Back to contacts</a></p>`,
+      }),
+    );
+}
+
+/**
+ * The dashboard: the second door onto the same house. Pages call the same domain functions as
+ * the API with the signed-in person as the actor; cookies, CSRF and HTML live only here.
+ */
+export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options) => {
+  const deps: DashboardDeps = {
+    db: options.db,
+    secret: options.secret,
+    files: options.files,
+    secureCookies: options.secureCookies,
+    maxImportBytes: options.maxImportBytes,
+  };
+  await app.register(cookie);
+  await app.register(formbody, { bodyLimit: 1024 * 1024 });
+
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {
+      reply.header('content-security-policy', "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
+      reply.header('x-frame-options', 'DENY');
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('referrer-policy', 'same-origin');
+      reply.header('cache-control', 'no-store');
+    }
+    return payload;
+  });
+  app.setErrorHandler(errorPage);
+
+  app.get('/assets/dashboard.css', async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS));
+  app.get('/assets/dashboard.js', async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(JS),
+  );
+  app.get('/', async (_request, reply) => reply.redirect('/contacts', 303));
+  app.get('/favicon.ico', async (_request, reply) => reply.code(204).send());
+
+  await app.register(authPages, deps);
+
+  // Everything else needs a signed-in person, and every form POST a valid CSRF token.
+  await app.register(async (pages) => {
+    pages.addHook('preHandler', requireSession(deps.db));
+    pages.addHook('preHandler', async (request) => {
+      // Multipart forms (file imports) check the token themselves, once the field has been read.
+      const multipart = String(request.headers['content-type'] ?? '').startsWith('multipart/');
+      if (request.method === 'POST' && !multipart) checkCsrf(request, text(request.body, '_csrf'));
+    });
+    await pages.register(contactPages, deps);
+    await pages.register(labelPages, deps);
+    await pages.register(groupPages, deps);
+    await pages.register(filePages, deps);
+    await pages.register(importPages, deps);
+    await pages.register(memberPages, deps);
+    await pages.register(developerPages, deps);
+  });
+};

@@ -1,0 +1,59 @@
+import type { Role } from '../../db/schema.js';
+import type { Ctx } from '../context.js';
+import { ForbiddenError } from '../errors.js';
+import { addUser, removeMember, setRole } from './orgs.js';
+
+/** Member management is for people who are admins of the organisation, never for API keys. */
+function requireAdmin(ctx: Ctx): string {
+  if (ctx.actor.kind !== 'user' || ctx.actor.role !== 'admin') {
+    throw new ForbiddenError('Only an admin of the organisation can manage its members.');
+  }
+  return ctx.actor.userId;
+}
+
+export interface MemberView {
+  user_id: string;
+  email: string;
+  role: Role;
+  joined_at: string;
+  /** Live API keys this member created: revoked if they stop being an admin. */
+  active_keys: number;
+}
+
+export async function listOrgMembers(ctx: Ctx): Promise<MemberView[]> {
+  requireAdmin(ctx);
+  const rows = await ctx.db
+    .selectFrom('memberships')
+    .innerJoin('users', 'users.id', 'memberships.user_id')
+    .select(['users.id', 'users.email', 'memberships.role', 'memberships.created_at'])
+    .select((eb) =>
+      eb
+        .selectFrom('api_keys')
+        .select((inner) => inner.fn.countAll<string | number>().as('n'))
+        .whereRef('api_keys.created_by', '=', 'users.id')
+        .where('api_keys.org_id', '=', ctx.orgId)
+        .where('api_keys.revoked_at', 'is', null)
+        .as('active_keys'),
+    )
+    .where('memberships.org_id', '=', ctx.orgId)
+    .orderBy('memberships.created_at')
+    .orderBy('users.id')
+    .execute();
+  return rows.map((r) => ({ user_id: r.id, email: r.email, role: r.role, joined_at: r.created_at, active_keys: Number(r.active_keys ?? 0) }));
+}
+
+export async function addOrgMember(ctx: Ctx, input: { email: string; password: string; role: string }) {
+  requireAdmin(ctx);
+  return addUser(ctx.db, { orgId: ctx.orgId, ...input }, ctx.now);
+}
+
+/** Demoting an admin revokes the keys they created (see setRole). */
+export async function changeMemberRole(ctx: Ctx, input: { email: string; role: string }) {
+  requireAdmin(ctx);
+  return setRole(ctx.db, { orgId: ctx.orgId, ...input }, ctx.now);
+}
+
+export async function removeOrgMember(ctx: Ctx, input: { email: string }) {
+  requireAdmin(ctx);
+  return removeMember(ctx.db, { orgId: ctx.orgId, email: input.email }, ctx.now);
+}

@@ -1,0 +1,92 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { loadConfig, type Config } from '../../src/config.js';
+import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
+import { buildApp } from '../../src/http/app.js';
+import { MemoryRateLimiter } from '../../src/infra/rateLimit/memoryRateLimiter.js';
+import type { FastifyInstance } from 'fastify';
+
+/** Debian's Chromium (apt-get install chromium); Playwright's own browser download is not used. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const hasChromium = existsSync(CHROMIUM);
+export const ARTIFACTS = path.resolve('artifacts');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+export interface LiveServer {
+  url: string;
+  app: FastifyInstance;
+  db: Db;
+  config: Config;
+  close(): Promise<void>;
+}
+
+/** The real server on a loopback port, as `npm start` runs it, with its own data directory. */
+export async function startLiveServer(): Promise<LiveServer> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'orgdata-e2e-'));
+  const url = `http://127.0.0.1:${port}`;
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: url, LOG_LEVEL: 'warn' });
+  const db = openDatabase({ databaseUrl: null, dataDir });
+  await migrateToLatest(db);
+  const rateLimiter = new MemoryRateLimiter({ burst: 1000, perSecond: 1000, dailyQuota: 100_000 });
+  const app = await buildApp({ config, db, rateLimiter, logger: false });
+  await app.listen({ port, host: '127.0.0.1' });
+  return {
+    url,
+    app,
+    db,
+    config,
+    async close() {
+      await app.close();
+      await db.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-sync',
+    ],
+  });
+}
+
+/** Collects JavaScript errors and console errors a page raises (failed document loads aside). */
+export function watchConsole(page: Page, into: string[]): void {
+  page.on('pageerror', (error) => into.push(`pageerror: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(message.text())) {
+      into.push(`console: ${message.text()}`);
+    }
+  });
+}
+
+export async function signInAs(page: Page, base: string, email: string, password: string): Promise<void> {
+  await page.goto(`${base}/login`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${base}/contacts`);
+}

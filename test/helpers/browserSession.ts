@@ -1,0 +1,36 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { findSession, signIn } from '../../src/domain/sessions/sessions.js';
+import type { Harness } from './harness.js';
+
+/** A signed-in dashboard user driving the app through app.inject, with cookie and CSRF token. */
+export interface DashboardUser {
+  cookie: string;
+  csrf: string;
+  get(url: string): Promise<LightMyRequestResponse>;
+  post(url: string, fields?: Record<string, string | string[]>, options?: { csrf?: string | null }): Promise<LightMyRequestResponse>;
+}
+
+export function formBody(fields: Record<string, string | string[]>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) for (const v of Array.isArray(value) ? value : [value]) params.append(name, v);
+  return params.toString();
+}
+
+export async function signedIn(h: Harness, email: string, password = 'correct horse battery'): Promise<DashboardUser> {
+  const { token } = await signIn(h.db.kysely, email, password, new Date());
+  const session = await findSession(h.db.kysely, token, new Date());
+  const cookie = `od_session=${token}`;
+  const csrf = session!.csrfToken;
+  return {
+    cookie,
+    csrf,
+    get: (url) => h.app.inject({ method: 'GET', url, headers: { cookie } }),
+    post: (url, fields = {}, options = {}) =>
+      h.app.inject({
+        method: 'POST',
+        url,
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: formBody(options.csrf === null ? fields : { _csrf: options.csrf ?? csrf, ...fields }),
+      }),
+  };
+}
