@@ -5,6 +5,7 @@ import { migrateToLatest, openDatabase, type Db } from './db/database.js';
 import { buildApp } from './http/app.js';
 import { purgeExpired } from './infra/idempotency/store.js';
 import { purgeAbandonedUploads } from './domain/files/files.js';
+import { purgeExpiredSessions } from './domain/sessions/sessions.js';
 import { openBlobStore, openRateLimiter } from './infra/choose.js';
 
 export interface RunningServer {
@@ -24,11 +25,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const blobs = openBlobStore(config);
   const app = await buildApp({ config, db, rateLimiter, blobs, https });
   // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused,
-  // and leftovers of interrupted uploads.
+  // leftovers of interrupted uploads, and expired dashboard sessions.
   const housekeeping = () => {
     const now = new Date();
     purgeExpired(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'idempotency purge failed'));
     purgeAbandonedUploads(db.kysely, blobs, now).catch((error: unknown) => app.log.warn({ err: error }, 'upload purge failed'));
+    purgeExpiredSessions(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'session purge failed'));
   };
   housekeeping();
   const purge = setInterval(housekeeping, 5 * 60 * 1000);

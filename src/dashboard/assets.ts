@@ -37,7 +37,7 @@ button.secondary,.button.secondary{background:#f6f8fa;color:var(--fg);border-col
 pre.example{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.6rem .9rem;overflow-x:auto}
 dl.counts{display:grid;grid-template-columns:max-content max-content;gap:.2rem 1rem}dl.counts dt{font-weight:600}dl.counts dd{margin:0}
 ul.reasons{margin:0;padding-left:1.1rem}tr.import-refused td:nth-child(2){color:var(--danger);font-weight:600}
-.warning p{margin:.2rem 0}td.actions{white-space:nowrap}td.actions .error{white-space:normal}
+.warning p{margin:.2rem 0}.nowrap{white-space:nowrap}
 `;
 
 export const JS = `
@@ -66,11 +66,19 @@ document.addEventListener('submit', async (event) => {
   if (!file) { status.textContent = 'Choose a file first.'; return; }
   status.textContent = 'Reserving…';
   const body = new URLSearchParams({ _csrf: form.querySelector('[name=_csrf]').value, name: file.name, content_type: file.type || 'application/octet-stream', size: String(file.size) });
-  const reserved = await fetch('/files/reserve', { method: 'POST', body, headers: { accept: 'application/json' } });
-  const reservation = await reserved.json();
+  let reserved, reservation;
+  try {
+    reserved = await fetch('/files/reserve', { method: 'POST', body, headers: { accept: 'application/json' }, redirect: 'manual' });
+    reservation = await reserved.json();
+  } catch {
+    status.textContent = 'The upload could not start: reload the page (you may have been signed out) and try again.';
+    return;
+  }
   if (!reserved.ok) { status.textContent = reservation.message || 'The upload was refused.'; return; }
   status.textContent = 'Uploading…';
-  const put = await fetch(reservation.upload_url, { method: 'PUT', body: file });
+  let put;
+  try { put = await fetch(reservation.upload_url, { method: 'PUT', body: file }); }
+  catch { status.textContent = 'The upload was interrupted. Try again.'; return; }
   if (!put.ok) { const problem = await put.json().catch(() => ({})); status.textContent = problem.detail || 'The upload failed.'; return; }
   window.location.assign('/files?uploaded=' + encodeURIComponent(reservation.id));
 });

@@ -51,7 +51,13 @@ export function requireAdmin(request: FastifyRequest): void {
 export function ctxOf(request: FastifyRequest, db: Kysely<Database>): Ctx {
   const session = request.session;
   if (!session) throw new UnauthorizedError('Sign in first.');
-  return { db, orgId: session.orgId, actor: { kind: 'user', userId: session.userId, role: session.role }, requestId: request.id, now: new Date() };
+  return {
+    db,
+    orgId: session.orgId,
+    actor: { kind: 'user', userId: session.userId, role: session.role },
+    requestId: request.id,
+    now: new Date(),
+  };
 }
 
 /** A one-time message shown on the next page (after a redirect). */

@@ -57,16 +57,16 @@ export function field(options: {
   const id = `f-${options.name}`;
   const error = options.errors?.[options.name];
   const describedBy = [error ? `${id}-error` : '', options.hint ? `${id}-hint` : ''].filter(Boolean).join(' ');
-  const attrs = html`name="${options.name}" id="${id}"${options.required ? html` required` : ''}${
+  const attrs = html`name="${options.name}"
+  id="${id}"${options.required ? html` required` : ''}${
     describedBy ? html` aria-describedby="${describedBy}"` : ''
   }${error ? html` aria-invalid="true"` : ''}${options.autocomplete ? html` autocomplete="${options.autocomplete}"` : ''}`;
   const input = options.multiline
     ? html`<textarea ${attrs} rows="4">${options.value ?? ''}</textarea>`
-    : html`<input type="${options.type ?? 'text'}" ${attrs} value="${options.value ?? ''}">`;
+    : html`<input type="${options.type ?? 'text'}" ${attrs} value="${options.value ?? ''}" />`;
   return html`<div class="field${error ? ' has-error' : ''}">
-  <label for="${id}">${options.label}</label>
-  ${input}
-  ${options.hint ? html`<p class="hint" id="${id}-hint">${options.hint}</p>` : ''}
-  ${error ? html`<p class="error" id="${id}-error">${error}</p>` : ''}
-</div>`;
+    <label for="${id}">${options.label}</label>
+    ${input} ${options.hint ? html`<p class="hint" id="${id}-hint">${options.hint}</p>` : ''}
+    ${error ? html`<p class="error" id="${id}-error">${error}</p>` : ''}
+  </div>`;
 }

@@ -23,7 +23,7 @@ const NAV: { section: Section; href: string; label: string; admin?: boolean }[] 
 
 /** The hidden CSRF field every form carries. */
 export function csrf(session: SessionView): Html {
-  return html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
+  return html`<input type="hidden" name="_csrf" value="${session.csrfToken}" />`;
 }
 
 function header(session: SessionView, section: Section): Html {
@@ -31,45 +31,54 @@ function header(session: SessionView, section: Section): Html {
   const main = links.filter((item) => !item.admin);
   const settings = links.filter((item) => item.admin);
   const link = (item: (typeof NAV)[number]) =>
-    html`<li><a href="${item.href}"${item.section === section ? html` aria-current="page"` : ''}>${item.label}</a></li>`;
+    html`<li><a href="${item.href}" ${item.section === section ? html` aria-current="page"` : ''}>${item.label}</a></li>`;
   return html`<header class="topbar">
-  <a class="brand" href="/contacts">orgdata</a>
-  <nav aria-label="Main"><ul>${main.map(link)}${
-    settings.length ? html`<li class="sep" aria-hidden="true"></li><li class="nav-title">Settings</li>${settings.map(link)}` : ''
-  }</ul></nav>
-  <div class="who">
-    ${
-      session.orgs.length > 1
-        ? html`<form method="post" action="/orgs/switch" class="inline">${csrf(session)}
-        <label for="org-switch" class="visually-hidden">Organisation</label>
-        <select id="org-switch" name="org_id">${session.orgs.map(
-          (org) => html`<option value="${org.id}"${org.id === session.orgId ? html` selected` : ''}>${org.name}</option>`,
-        )}</select>
-        <button type="submit" class="secondary">Switch</button></form>`
-        : html`<span class="org">${session.orgName}</span>`
-    }
-    <span class="email">${session.email}</span>
-    <form method="post" action="/logout" class="inline">${csrf(session)}<button type="submit" class="secondary">Sign out</button></form>
-  </div>
-</header>`;
+    <a class="brand" href="/contacts">orgdata</a>
+    <nav aria-label="Main">
+      <ul>
+        ${main.map(link)}${
+          settings.length
+            ? html`<li class="sep" aria-hidden="true"></li>
+                <li class="nav-title">Settings</li>
+                ${settings.map(link)}`
+            : ''
+        }
+      </ul>
+    </nav>
+    <div class="who">
+      ${
+        session.orgs.length > 1
+          ? html`<form method="post" action="/orgs/switch" class="inline">
+              ${csrf(session)}
+              <label for="org-switch" class="visually-hidden">Organisation</label>
+              <select id="org-switch" name="org_id">
+                ${session.orgs.map(
+                  (org) => html`<option value="${org.id}" ${org.id === session.orgId ? html` selected` : ''}>${org.name}</option>`,
+                )}
+              </select>
+              <button type="submit" class="secondary">Switch</button>
+            </form>`
+          : html`<span class="org">${session.orgName}</span>`
+      }
+      <span class="email">${session.email}</span>
+      <form method="post" action="/logout" class="inline">${csrf(session)}<button type="submit" class="secondary">Sign out</button></form>
+    </div>
+  </header>`;
 }
 
 export function page(options: PageOptions): string {
   return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${options.title} · orgdata</title>
-<link rel="stylesheet" href="/assets/dashboard.css">
-<script src="/assets/dashboard.js" defer></script>
-</head>
-<body>
-${options.session ? header(options.session, options.section ?? 'none') : ''}
-<main id="main">
-${options.notice ? html`<div class="notice" role="status">${options.notice}</div>` : ''}
-${options.body}
-</main>
-</body>
-</html>`.value;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${options.title} · orgdata</title>
+        <link rel="stylesheet" href="/assets/dashboard.css" />
+        <script src="/assets/dashboard.js" defer></script>
+      </head>
+      <body>
+        ${options.session ? header(options.session, options.section ?? 'none') : ''}
+        <main id="main">${options.notice ? html`<div class="notice" role="status">${options.notice}</div>` : ''} ${options.body}</main>
+      </body>
+    </html>`.value;
 }

@@ -32,7 +32,8 @@ export function notFoundPage(): string {
   return page({
     title: 'Not found',
     session: null,
-    body: html`<h1>Not found</h1><p>There is no page here. <a href="/contacts">Go to your contacts</a> or <a href="/docs">read the API reference</a>.</p>`,
+    body: html`<h1>Not found</h1>
+      <p>There is no page here. <a href="/contacts">Go to your contacts</a> or <a href="/docs">read the API reference</a>.</p>`,
   });
 }
 
@@ -49,7 +50,8 @@ function errorPage(error: FastifyError | Error, request: FastifyRequest, reply: 
   } else {
     request.log.error({ err: error }, 'dashboard request failed');
   }
-  const title = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 401 ? 'Sign in required' : 'Something went wrong';
+  const title =
+    status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 401 ? 'Sign in required' : 'Something went wrong';
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
@@ -57,7 +59,9 @@ function errorPage(error: FastifyError | Error, request: FastifyRequest, reply: 
       page({
         title,
         session: request.session ?? null,
-        body: html`<h1>${title}</h1><div class="alert" role="alert">${message}</div><p><a href="/contacts">Back to contacts</a></p>`,
+        body: html`<h1>${title}</h1>
+          <div class="alert" role="alert">${message}</div>
+          <p><a href="/contacts">Back to contacts</a></p>`,
       }),
     );
 }
@@ -79,7 +83,10 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
 
   app.addHook('onSend', async (_request, reply, payload) => {
     if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {
-      reply.header('content-security-policy', "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
+      reply.header(
+        'content-security-policy',
+        "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+      );
       reply.header('x-frame-options', 'DENY');
       reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'same-origin');
@@ -89,7 +96,9 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   });
   app.setErrorHandler(errorPage);
 
-  app.get('/assets/dashboard.css', async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS));
+  app.get('/assets/dashboard.css', async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS),
+  );
   app.get('/assets/dashboard.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(JS),
   );

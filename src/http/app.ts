@@ -51,6 +51,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: false,
     bodyLimit: config.maxJsonBytes,
     trustProxy: config.trustProxy,
+    // Link tokens (uploads, downloads) are path segments of up to 1 KiB; longer ids are not found.
+    routerOptions: { maxParamLength: 1024 },
     // Errors Fastify raises before routing (a URL that does not decode, a bad Content-Type header)
     // get the same problem document and Request-Id as every other error.
     frameworkErrors: (error, request, reply) => {

@@ -12,15 +12,15 @@ function loginPage(options: { email?: string; errors?: FieldErrors; alert?: stri
     title: 'Sign in',
     session: null,
     body: html`<div class="login card">
-  <h1>Sign in to orgdata</h1>
-  ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
-  <form method="post" action="/login" novalidate>
-    <input type="hidden" name="next" value="${options.next ?? ''}">
-    ${field({ name: 'email', label: 'Email', type: 'email', value: options.email, errors: options.errors, required: true, autocomplete: 'username' })}
-    ${field({ name: 'password', label: 'Password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
-    <button type="submit">Sign in</button>
-  </form>
-</div>`,
+      <h1>Sign in to orgdata</h1>
+      ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
+      <form method="post" action="/login" novalidate>
+        <input type="hidden" name="next" value="${options.next ?? ''}" />
+        ${field({ name: 'email', label: 'Email', type: 'email', value: options.email, errors: options.errors, required: true, autocomplete: 'username' })}
+        ${field({ name: 'password', label: 'Password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
+        <button type="submit">Sign in</button>
+      </form>
+    </div>`,
   });
 }
 
@@ -68,7 +68,10 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
     } catch (error) {
       if (!(error instanceof ServiceError)) throw error;
       throttle.fail(email, request.ip);
-      return reply.code(401).type('text/html; charset=utf-8').send(loginPage({ email, next, alert: error.message }));
+      return reply
+        .code(401)
+        .type('text/html; charset=utf-8')
+        .send(loginPage({ email, next, alert: error.message }));
     }
   });
 

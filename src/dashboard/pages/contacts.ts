@@ -1,5 +1,13 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { attachLabel, createContact, deleteContact, detachLabel, getContact, updateContact, type ContactInput } from '../../domain/contacts/contacts.js';
+import {
+  attachLabel,
+  createContact,
+  deleteContact,
+  detachLabel,
+  getContact,
+  updateContact,
+  type ContactInput,
+} from '../../domain/contacts/contacts.js';
 import { listContacts } from '../../domain/contacts/list.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { ConflictError, ValidationError } from '../../domain/errors.js';
@@ -51,25 +59,32 @@ function contactForm(options: {
   const { values, errors } = options;
   const chosen = new Set(values.label_ids ?? []);
   return html`<form method="post" action="${options.action}" novalidate>
-  ${csrf(options.session)}
-  <div class="row">
-    ${field({ name: 'first_name', label: 'First name', value: values.first_name, errors, required: true })}
-    ${field({ name: 'last_name', label: 'Last name', value: values.last_name, errors })}
-  </div>
-  ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, errors, required: true })}
-  ${field({ name: 'phone', label: 'Phone', type: 'text', value: values.phone, errors })}
-  ${field({ name: 'address', label: 'Address', value: values.address, errors, multiline: true })}
-  ${field({ name: 'notes', label: 'Notes', value: values.notes, errors, multiline: true })}
-  ${
-    options.showLabels && options.labels.length
-      ? html`<fieldset class="checks"><legend>Labels</legend>${options.labels.map(
-          (label) =>
-            html`<label><input type="checkbox" name="label_ids" value="${label.id}"${chosen.has(label.id) ? html` checked` : ''}> ${label.name}</label>`,
-        )}</fieldset>${errors?.label_ids ? html`<p class="error">${errors.label_ids}</p>` : ''}`
-      : ''
-  }
-  <button type="submit">${options.submit}</button>
-</form>`;
+    ${csrf(options.session)}
+    <div class="row">
+      ${field({ name: 'first_name', label: 'First name', value: values.first_name, errors, required: true })}
+      ${field({ name: 'last_name', label: 'Last name', value: values.last_name, errors })}
+    </div>
+    ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, errors, required: true })}
+    ${field({ name: 'phone', label: 'Phone', type: 'text', value: values.phone, errors })}
+    ${field({ name: 'address', label: 'Address', value: values.address, errors, multiline: true })}
+    ${field({ name: 'notes', label: 'Notes', value: values.notes, errors, multiline: true })}
+    ${
+      options.showLabels && options.labels.length
+        ? html`<fieldset class="checks">
+              <legend>Labels</legend>
+              ${options.labels.map(
+                (label) =>
+                  html`<label
+                    ><input type="checkbox" name="label_ids" value="${label.id}" ${chosen.has(label.id) ? html` checked` : ''} />
+                    ${label.name}</label
+                  >`,
+              )}
+            </fieldset>
+            ${errors?.label_ids ? html`<p class="error">${errors.label_ids}</p>` : ''}`
+        : ''
+    }
+    <button type="submit">${options.submit}</button>
+  </form>`;
 }
 
 function labelChips(contact: ContactView): Html {
@@ -101,7 +116,8 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
     ]);
     const last = result.items.at(-1);
     const next = result.hasMore && last ? encodeCursor(secret, binding, { createdAt: last.created_at, id: last.id }) : null;
-    const query = (extra: Record<string, string>) => new URLSearchParams({ ...(q ? { q } : {}), ...(labelId ? { label_id: labelId } : {}), ...extra }).toString();
+    const query = (extra: Record<string, string>) =>
+      new URLSearchParams({ ...(q ? { q } : {}), ...(labelId ? { label_id: labelId } : {}), ...extra }).toString();
     return send(
       reply,
       200,
@@ -110,25 +126,59 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
         session: request.session!,
         section: 'contacts',
         notice: takeFlash(request, reply),
-        body: html`<div class="toolbar"><h1>Contacts</h1><a class="button" href="/contacts/new">New contact</a></div>
-<form method="get" action="/contacts" class="row" role="search">
-  <div class="field"><label for="q">Search</label><input type="search" id="q" name="q" value="${q}" placeholder="Name or email"></div>
-  <div class="field"><label for="label-filter">Label</label><select id="label-filter" name="label_id"><option value="">Any label</option>${labels.map(
-    (l) => html`<option value="${l.id}"${l.id === labelId ? html` selected` : ''}>${l.name}</option>`,
-  )}</select></div>
-  <button type="submit" class="secondary">Search</button>
-</form>
-${
-  result.items.length === 0
-    ? html`<p class="muted">${q || labelId ? 'No contact matches.' : 'No contacts yet. Create one, import a CSV, or add them through the API.'}</p>`
-    : html`<table><thead><tr><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Phone</th><th scope="col">Labels</th><th scope="col">Source</th><th scope="col">Created</th></tr></thead><tbody>
-${result.items.map(
-  (c) => html`<tr><td><a href="/contacts/${c.id}">${`${c.first_name} ${c.last_name}`.trim()}</a></td><td>${c.email}</td><td>${c.phone ?? ''}</td><td>${labelChips(c)}</td><td>${c.source_type}</td><td><time datetime="${c.created_at}">${c.created_at.slice(0, 10)}</time></td></tr>`,
-)}</tbody></table>`
-}
-<nav class="pager" aria-label="Pages">${cursor ? html`<a class="button secondary" href="/contacts?${query({})}">First page</a>` : ''}${
-          next ? html`<a class="button secondary" href="/contacts?${query({ cursor: next })}">Next page</a>` : ''
-        }</nav>`,
+        body: html`<div class="toolbar">
+            <h1>Contacts</h1>
+            <a class="button" href="/contacts/new">New contact</a>
+          </div>
+          <form method="get" action="/contacts" class="row" role="search">
+            <div class="field">
+              <label for="q">Search</label><input type="search" id="q" name="q" value="${q}" placeholder="Name or email" />
+            </div>
+            <div class="field">
+              <label for="label-filter">Label</label
+              ><select id="label-filter" name="label_id">
+                <option value="">Any label</option>
+                ${labels.map((l) => html`<option value="${l.id}" ${l.id === labelId ? html` selected` : ''}>${l.name}</option>`)}
+              </select>
+            </div>
+            <button type="submit" class="secondary">Search</button>
+          </form>
+          ${
+            result.items.length === 0
+              ? html`<p class="muted">
+                  ${q || labelId ? 'No contact matches.' : 'No contacts yet. Create one, import a CSV, or add them through the API.'}
+                </p>`
+              : html`<table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Email</th>
+                      <th scope="col">Phone</th>
+                      <th scope="col">Labels</th>
+                      <th scope="col">Source</th>
+                      <th scope="col">Created</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${result.items.map(
+                      (c) =>
+                        html`<tr>
+                          <td><a href="/contacts/${c.id}">${`${c.first_name} ${c.last_name}`.trim()}</a></td>
+                          <td>${c.email}</td>
+                          <td>${c.phone ?? ''}</td>
+                          <td>${labelChips(c)}</td>
+                          <td>${c.source_type}</td>
+                          <td><time datetime="${c.created_at}">${c.created_at.slice(0, 10)}</time></td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>`
+          }
+          <nav class="pager" aria-label="Pages">
+            ${cursor ? html`<a class="button secondary" href="/contacts?${query({})}">First page</a>` : ''}${
+              next ? html`<a class="button secondary" href="/contacts?${query({ cursor: next })}">Next page</a>` : ''
+            }
+          </nav>`,
       }),
     );
   });
@@ -142,7 +192,8 @@ ${result.items.map(
         title: 'New contact',
         session: request.session!,
         section: 'contacts',
-        body: html`<h1>New contact</h1>${contactForm({ session: request.session!, action: '/contacts', submit: 'Create contact', values: {}, labels, showLabels: true })}`,
+        body: html`<h1>New contact</h1>
+          ${contactForm({ session: request.session!, action: '/contacts', submit: 'Create contact', values: {}, labels, showLabels: true })}`,
       }),
     );
   });
@@ -165,13 +216,22 @@ ${result.items.map(
           title: 'New contact',
           session: request.session!,
           section: 'contacts',
-          body: html`<h1>New contact</h1><div class="alert" role="alert">Please fix the fields marked below.</div>${contactForm({ session: request.session!, action: '/contacts', submit: 'Create contact', values: input, labels, errors, showLabels: true })}`,
+          body: html`<h1>New contact</h1>
+            <div class="alert" role="alert">Please fix the fields marked below.</div>
+            ${contactForm({ session: request.session!, action: '/contacts', submit: 'Create contact', values: input, labels, errors, showLabels: true })}`,
         }),
       );
     }
   });
 
-  async function editPage(request: Parameters<typeof ctxOf>[0], reply: FastifyReply, contact: ContactView, status = 200, values?: Partial<ContactInput>, errors?: FieldErrors) {
+  async function editPage(
+    request: Parameters<typeof ctxOf>[0],
+    reply: FastifyReply,
+    contact: ContactView,
+    status = 200,
+    values?: Partial<ContactInput>,
+    errors?: FieldErrors,
+  ) {
     const ctx = ctxOf(request, db);
     const labels = await allLabels(ctx);
     const attached = new Set(contact.labels.map((l) => l.id));
@@ -185,28 +245,44 @@ ${result.items.map(
         section: 'contacts',
         notice: takeFlash(request, reply),
         body: html`<p><a href="/contacts">← Contacts</a></p>
-<h1>${`${contact.first_name} ${contact.last_name}`.trim()}</h1>
-<p class="muted">Source: ${contact.source_type} · created ${contact.created_at.slice(0, 10)} · id <code>${contact.id}</code></p>
-${errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
-${contactForm({ session, action: `/contacts/${contact.id}`, submit: 'Save changes', values: values ?? { ...contact, label_ids: [...attached] }, labels, errors, showLabels: false })}
-<h2>Labels</h2>
-<ul>${contact.labels.map(
-          (l) => html`<li><span class="chip">${l.name}</span>
-  <form method="post" action="/contacts/${contact.id}/labels/${l.id}/remove" class="inline">${csrf(session)}<button type="submit" class="secondary">Remove ${l.name}</button></form></li>`,
-        )}</ul>
-${
-  labels.some((l) => !attached.has(l.id))
-    ? html`<form method="post" action="/contacts/${contact.id}/labels" class="row">${csrf(session)}
-  <div class="field"><label for="attach-label">Add label</label><select id="attach-label" name="label_id">${labels
-    .filter((l) => !attached.has(l.id))
-    .map((l) => html`<option value="${l.id}">${l.name}</option>`)}</select></div>
-  <button type="submit" class="secondary">Add label</button></form>`
-    : html`<p class="muted">${labels.length ? 'Every label is attached.' : html`No labels yet: <a href="/labels">create one</a>.`}</p>`
-}
-<h2>Delete</h2>
-<form method="post" action="/contacts/${contact.id}/delete">${csrf(session)}
-<p>Deleting removes the contact from every group. This cannot be undone.</p>
-<button type="submit" class="danger">Delete contact</button></form>`,
+          <h1>${`${contact.first_name} ${contact.last_name}`.trim()}</h1>
+          <p class="muted">Source: ${contact.source_type} · created ${contact.created_at.slice(0, 10)} · id <code>${contact.id}</code></p>
+          ${errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
+          ${contactForm({ session, action: `/contacts/${contact.id}`, submit: 'Save changes', values: values ?? { ...contact, label_ids: [...attached] }, labels, errors, showLabels: false })}
+          <h2>Labels</h2>
+          <ul>
+            ${contact.labels.map(
+              (l) =>
+                html`<li>
+                  <span class="chip">${l.name}</span>
+                  <form method="post" action="/contacts/${contact.id}/labels/${l.id}/remove" class="inline">
+                    ${csrf(session)}<button type="submit" class="secondary">Remove ${l.name}</button>
+                  </form>
+                </li>`,
+            )}
+          </ul>
+          ${
+            labels.some((l) => !attached.has(l.id))
+              ? html`<form method="post" action="/contacts/${contact.id}/labels" class="row">
+                  ${csrf(session)}
+                  <div class="field">
+                    <label for="attach-label">Add label</label
+                    ><select id="attach-label" name="label_id">
+                      ${labels.filter((l) => !attached.has(l.id)).map((l) => html`<option value="${l.id}">${l.name}</option>`)}
+                    </select>
+                  </div>
+                  <button type="submit" class="secondary">Add label</button>
+                </form>`
+              : html`<p class="muted">
+                  ${labels.length ? 'Every label is attached.' : html`No labels yet: <a href="/labels">create one</a>.`}
+                </p>`
+          }
+          <h2>Delete</h2>
+          <form method="post" action="/contacts/${contact.id}/delete">
+            ${csrf(session)}
+            <p>Deleting removes the contact from every group. This cannot be undone.</p>
+            <button type="submit" class="danger">Delete contact</button>
+          </form>`,
       }),
     );
   }

@@ -46,50 +46,75 @@ function keyForm(session: SessionView, values: KeyForm = {}, errors?: FieldError
   const expires = values.expires ?? String(DEFAULT_EXPIRY_DAYS);
   const expiryError = errors?.expires_in_days;
   return html`<form method="post" action="${DEVELOPER}/keys" novalidate>
-  ${csrf(session)}
-  ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true, hint: 'What uses the key, e.g. "Newsletter sync".' })}
-  <fieldset class="checks${errors?.scopes ? ' has-error' : ''}"${errors?.scopes ? html` aria-describedby="f-scopes-error"` : ''}>
-    <legend>Scopes</legend>
-    ${SCOPES.map(
-      (scope) => html`<label><input type="checkbox" name="scopes" value="${scope}"${chosen.has(scope) ? html` checked` : ''}> ${scope}</label>`,
-    )}
-  </fieldset>
-  <p class="hint">A write scope includes its read scope.</p>
-  ${errors?.scopes ? html`<p class="error" id="f-scopes-error">${errors.scopes}</p>` : ''}
-  <fieldset class="checks"${expiryError ? html` aria-describedby="f-expires-error"` : ''}>
-    <legend>Expires</legend>
-    <label><input type="radio" name="expires" value="${DEFAULT_EXPIRY_DAYS}"${expires !== 'never' ? html` checked` : ''}> In ${DEFAULT_EXPIRY_DAYS} days</label>
-    <label><input type="radio" name="expires" value="never"${expires === 'never' ? html` checked` : ''}> Never</label>
-  </fieldset>
-  ${expiryError ? html`<p class="error" id="f-expires-error">${expiryError}</p>` : ''}
-  <button type="submit">Create key</button>
-</form>`;
+    ${csrf(session)}
+    ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true, hint: 'What uses the key, e.g. "Newsletter sync".' })}
+    <fieldset class="checks${errors?.scopes ? ' has-error' : ''}" ${errors?.scopes ? html` aria-describedby="f-scopes-error"` : ''}>
+      <legend>Scopes</legend>
+      ${SCOPES.map(
+        (scope) =>
+          html`<label><input type="checkbox" name="scopes" value="${scope}" ${chosen.has(scope) ? html` checked` : ''} /> ${scope}</label>`,
+      )}
+    </fieldset>
+    <p class="hint">A write scope includes its read scope.</p>
+    ${errors?.scopes ? html`<p class="error" id="f-scopes-error">${errors.scopes}</p>` : ''}
+    <fieldset class="checks" ${expiryError ? html` aria-describedby="f-expires-error"` : ''}>
+      <legend>Expires</legend>
+      <label
+        ><input type="radio" name="expires" value="${DEFAULT_EXPIRY_DAYS}" ${expires !== 'never' ? html` checked` : ''} /> In
+        ${DEFAULT_EXPIRY_DAYS} days</label
+      >
+      <label><input type="radio" name="expires" value="never" ${expires === 'never' ? html` checked` : ''} /> Never</label>
+    </fieldset>
+    ${expiryError ? html`<p class="error" id="f-expires-error">${expiryError}</p>` : ''}
+    <button type="submit">Create key</button>
+  </form>`;
 }
 
 function keyRow(key: ApiKeyView, creators: Map<string, string>, now: Date): Html {
   const state = status(key, now);
   return html`<tr>
-  <td>${key.name}</td>
-  <td><code>…${key.last4}</code></td>
-  <td>${key.scopes.map((s) => html`<span class="chip">${s}</span>`)}</td>
-  <td>${creators.get(key.created_by) ?? html`<span class="muted">unknown</span>`}</td>
-  <td>${when(key.created_at)}</td>
-  <td>${key.expires_at ? when(key.expires_at) : 'Never'}</td>
-  <td>${key.last_used_at ? when(key.last_used_at) : 'Never'}</td>
-  <td>${key.last_used_origin ?? html`<span class="muted">—</span>`}</td>
-  <td>${state.text}</td>
-  <td>${
-    state.active
-      ? html`<form method="get" action="${DEVELOPER}/keys/${key.id}/revoke" class="inline"><button type="submit" class="danger">Revoke<span class="visually-hidden"> ${key.name} (…${key.last4})</span></button></form>`
-      : ''
-  }</td>
-</tr>`;
+    <td>${key.name}</td>
+    <td class="nowrap"><code>…${key.last4}</code></td>
+    <td>${key.scopes.map((s) => html`<span class="chip">${s}</span>`)}</td>
+    <td>${creators.get(key.created_by) ?? html`<span class="muted">unknown</span>`}</td>
+    <td>${when(key.created_at)}</td>
+    <td>${key.expires_at ? when(key.expires_at) : 'Never'}</td>
+    <td>${key.last_used_at ? when(key.last_used_at) : 'Never'}</td>
+    <td>${key.last_used_origin ?? html`<span class="muted">—</span>`}</td>
+    <td>${state.text}</td>
+    <td>
+      ${
+        state.active
+          ? html`<form method="get" action="${DEVELOPER}/keys/${key.id}/revoke" class="inline">
+              <button type="submit" class="danger">Revoke<span class="visually-hidden"> ${key.name} (…${key.last4})</span></button>
+            </form>`
+          : ''
+      }
+    </td>
+  </tr>`;
 }
 
 function keyTable(keys: ApiKeyView[], creators: Map<string, string>, now: Date): Html {
   if (keys.length === 0) return html`<p class="muted">No API keys yet.</p>`;
-  return html`<table><thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Scopes</th><th scope="col">Created by</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Approximate origin</th><th scope="col">Status</th><th scope="col">Actions</th></tr></thead>
-<tbody>${keys.map((k) => keyRow(k, creators, now))}</tbody></table>`;
+  return html`<table>
+    <thead>
+      <tr>
+        <th scope="col">Name</th>
+        <th scope="col">Key</th>
+        <th scope="col">Scopes</th>
+        <th scope="col">Created by</th>
+        <th scope="col">Created</th>
+        <th scope="col">Expires</th>
+        <th scope="col">Last used</th>
+        <th scope="col">Approximate origin</th>
+        <th scope="col">Status</th>
+        <th scope="col">Actions</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${keys.map((k) => keyRow(k, creators, now))}
+    </tbody>
+  </table>`;
 }
 
 /** The form's expiry: 90 days, never, or (anything else) a value the domain refuses with its own message. */
@@ -125,24 +150,35 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
           section: 'developer',
           notice: takeFlash(request, reply),
           body: html`<h1>Developer</h1>
-${
-  created
-    ? html`<section class="card" aria-labelledby="new-key-title">
-  <h2 id="new-key-title">Your new key “${created.name}”</h2>
-  <div class="warning" role="alert"><strong>Copy this key now. You will not see it again.</strong> It is stored only as a hash and cannot be recovered; if it is lost, create a new key and revoke this one.</div>
-  <div class="key-box"><code id="new-key">${created.key}</code><button type="button" class="secondary" data-copy="new-key">Copy</button></div>
-  <p>Scopes: ${created.scopes.join(', ')} · ${created.expires_at ? html`expires ${when(created.expires_at)}` : 'never expires'}.
-  Send it as <code>Authorization: Bearer …</code> to <code>/api/v1</code>, never in a URL.</p>
-  <p><a href="${DEVELOPER}">Done, I have copied the key</a></p>
-</section>`
-    : ''
-}
-<h2>API keys</h2>
-<p>Keys give programs access to ${session.orgName}'s data through the API. A key stops working when it is revoked, when it expires, or when the admin who created it stops being an admin.</p>
-${keyTable(keys, creators, admin.now)}
-<h2>Create a key</h2>
-${errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
-${keyForm(session, created ? {} : options.values, errors)}`,
+            ${
+              created
+                ? html`<section class="card" aria-labelledby="new-key-title">
+                    <h2 id="new-key-title">Your new key “${created.name}”</h2>
+                    <div class="warning" role="alert">
+                      <strong>Copy this key now. You will not see it again.</strong> It is stored only as a hash and cannot be recovered; if
+                      it is lost, create a new key and revoke this one.
+                    </div>
+                    <div class="key-box">
+                      <code id="new-key">${created.key}</code><button type="button" class="secondary" data-copy="new-key">Copy</button>
+                    </div>
+                    <p>
+                      Scopes: ${created.scopes.join(', ')} ·
+                      ${created.expires_at ? html`expires ${when(created.expires_at)}` : 'never expires'}. Send it as
+                      <code>Authorization: Bearer …</code> to <code>/api/v1</code>, never in a URL.
+                    </p>
+                    <p><a href="${DEVELOPER}">Done, I have copied the key</a></p>
+                  </section>`
+                : ''
+            }
+            <h2>API keys</h2>
+            <p>
+              Keys give programs access to ${session.orgName}'s data through the API. A key stops working when it is revoked, when it
+              expires, or when the admin who created it stops being an admin.
+            </p>
+            ${keyTable(keys, creators, admin.now)}
+            <h2>Create a key</h2>
+            ${errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
+            ${keyForm(session, created ? {} : options.values, errors)}`,
         }),
       );
   }
@@ -184,26 +220,28 @@ ${keyForm(session, created ? {} : options.values, errors)}`,
     const key = await keyNamed(request, request.params.id);
     const session = request.session!;
     const state = status(key, new Date());
-    return reply
-      .type('text/html; charset=utf-8')
-      .send(
-        page({
-          title: 'Revoke key',
-          session,
-          section: 'developer',
-          body: html`<h1>Revoke key</h1>
-${
-  state.active
-    ? html`<div class="warning"><p>Revoke key ${key.name} (…${key.last4})? Requests with it are refused at once.</p>
-<p>Integrations using it stop working, and a revoked key cannot be restored.</p></div>
-<form method="post" action="${DEVELOPER}/keys/${key.id}/revoke">${csrf(session)}
-  <button type="submit" class="danger">Revoke key ${key.name}</button>
-  <a class="button secondary" href="${DEVELOPER}">Cancel</a>
-</form>`
-    : html`<p>Key ${key.name} (…${key.last4}) no longer works: ${state.text.toLowerCase()}.</p><p><a href="${DEVELOPER}">Back to API keys</a></p>`
-}`,
-        }),
-      );
+    return reply.type('text/html; charset=utf-8').send(
+      page({
+        title: 'Revoke key',
+        session,
+        section: 'developer',
+        body: html`<h1>Revoke key</h1>
+          ${
+            state.active
+              ? html`<div class="warning">
+                    <p>Revoke key ${key.name} (…${key.last4})? Requests with it are refused at once.</p>
+                    <p>Integrations using it stop working, and a revoked key cannot be restored.</p>
+                  </div>
+                  <form method="post" action="${DEVELOPER}/keys/${key.id}/revoke">
+                    ${csrf(session)}
+                    <button type="submit" class="danger">Revoke key ${key.name}</button>
+                    <a class="button secondary" href="${DEVELOPER}">Cancel</a>
+                  </form>`
+              : html`<p>Key ${key.name} (…${key.last4}) no longer works: ${state.text.toLowerCase()}.</p>
+                  <p><a href="${DEVELOPER}">Back to API keys</a></p>`
+          }`,
+      }),
+    );
   });
 
   app.post<{ Params: { id: string } }>(`${DEVELOPER}/keys/:id/revoke`, async (request, reply) => {

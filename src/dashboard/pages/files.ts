@@ -100,8 +100,7 @@ export const filePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
             <form data-upload class="row">
               ${csrf(session)}
               <div class="field">
-                <label for="upload-file">File</label
-                ><input type="file" id="upload-file" name="file" required aria-describedby="upload-hint" />
+                <label for="upload-file">File</label><input type="file" id="upload-file" name="file" aria-describedby="upload-hint" />
               </div>
               <button type="submit">Upload</button>
               <p data-status role="status" class="upload-status"></p>

@@ -1,6 +1,13 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { decodeCsv, IMPORT_COLUMNS, importContacts, MAX_IMPORT_ROWS, type ImportResult, type ImportRowResult } from '../../domain/contacts/import.js';
+import {
+  decodeCsv,
+  IMPORT_COLUMNS,
+  importContacts,
+  MAX_IMPORT_ROWS,
+  type ImportResult,
+  type ImportRowResult,
+} from '../../domain/contacts/import.js';
 import { ValidationError } from '../../domain/errors.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { checkCsrf, ctxOf } from '../context.js';
@@ -14,30 +21,43 @@ function importForm(session: SessionView, maxBytes: number, options: { error?: s
   const { error } = options;
   // The CSRF field comes first: the server checks it before it reads the file.
   return html`<form method="post" action="/import" enctype="multipart/form-data" novalidate>
-  ${csrf(session)}
-  <div class="field${error ? ' has-error' : ''}">
-    <label for="f-file">CSV file</label>
-    <input type="file" id="f-file" name="file" accept=".csv,text/csv" required aria-describedby="f-file-hint${error ? ' f-file-error' : ''}"${
-      error ? html` aria-invalid="true"` : ''
-    }>
-    <p class="hint" id="f-file-hint">UTF-8 CSV, at most ${MAX_IMPORT_ROWS.toLocaleString('en')} rows and ${megabytes(maxBytes)}.</p>
-    ${error ? html`<p class="error" id="f-file-error">${error}</p>` : ''}
-  </div>
-  <div class="field">
-    <label><input type="checkbox" name="partial" value="yes"${options.partial ? html` checked` : ''}> Import the valid rows even if some are refused</label>
-    <p class="hint">Unticked, the import is all or nothing: if any row is refused, no contact is created.</p>
-  </div>
-  <button type="submit">Import</button>
-</form>`;
+    ${csrf(session)}
+    <div class="field${error ? ' has-error' : ''}">
+      <label for="f-file">CSV file</label>
+      <input
+        type="file"
+        id="f-file"
+        name="file"
+        accept=".csv,text/csv"
+        required
+        aria-describedby="f-file-hint${error ? ' f-file-error' : ''}"
+        ${error ? html` aria-invalid="true"` : ''}
+      />
+      <p class="hint" id="f-file-hint">UTF-8 CSV, at most ${MAX_IMPORT_ROWS.toLocaleString('en')} rows and ${megabytes(maxBytes)}.</p>
+      ${error ? html`<p class="error" id="f-file-error">${error}</p>` : ''}
+    </div>
+    <div class="field">
+      <label
+        ><input type="checkbox" name="partial" value="yes" ${options.partial ? html` checked` : ''} /> Import the valid rows even if some
+        are refused</label
+      >
+      <p class="hint">Unticked, the import is all or nothing: if any row is refused, no contact is created.</p>
+    </div>
+    <button type="submit">Import</button>
+  </form>`;
 }
 
 function explanation(): Html {
-  return html`<p>The first row names the columns. Accepted columns: ${IMPORT_COLUMNS.map((c, i) => html`${i ? ', ' : ''}<code>${c}</code>`)}.
-<code>first_name</code> and <code>email</code> are required. Each row is checked like a contact made by hand; a row whose email is already
-used by a contact, or appears earlier in the file, is refused.</p>
-<p><code>labels</code> holds label names separated by semicolons, e.g. <code>Volunteer;Donor</code>. Only existing labels can be used:
-an unknown name refuses the row. <a href="/labels">Create labels first</a> if needed.</p>
-<pre class="example"><code>first_name,last_name,email,phone,labels
+  return html`<p>
+      The first row names the columns. Accepted columns: ${IMPORT_COLUMNS.map((c, i) => html`${i ? ', ' : ''}<code>${c}</code>`)}.
+      <code>first_name</code> and <code>email</code> are required. Each row is checked like a contact made by hand; a row whose email is
+      already used by a contact, or appears earlier in the file, is refused.
+    </p>
+    <p>
+      <code>labels</code> holds label names separated by semicolons, e.g. <code>Volunteer;Donor</code>. Only existing labels can be used: an
+      unknown name refuses the row. <a href="/labels">Create labels first</a> if needed.
+    </p>
+    <pre class="example"><code>first_name,last_name,email,phone,labels
 Ada,Lovelace,ada@example.com,+44 20 7946 0000,Volunteer;Donor</code></pre>`;
 }
 
@@ -48,46 +68,89 @@ const STATUS_TEXT: Record<ImportRowResult['status'], string> = {
 };
 
 function resultRow(r: ImportRowResult): Html {
-  return html`<tr class="import-${r.status}"><td>${r.row}</td><td>${STATUS_TEXT[r.status]}</td><td>${
-    r.id ? html`<a href="/contacts/${r.id}">${r.name || r.email}</a>` : r.name
-  }</td><td>${r.email}</td><td>${r.reasons.length ? html`<ul class="reasons">${r.reasons.map((reason) => html`<li>${reason}</li>`)}</ul>` : ''}</td></tr>`;
+  return html`<tr class="import-${r.status}">
+    <td>${r.row}</td>
+    <td>${STATUS_TEXT[r.status]}</td>
+    <td>${r.id ? html`<a href="/contacts/${r.id}">${r.name || r.email}</a>` : r.name}</td>
+    <td>${r.email}</td>
+    <td>
+      ${
+        r.reasons.length
+          ? html`<ul class="reasons">
+              ${r.reasons.map((reason) => html`<li>${reason}</li>`)}
+            </ul>`
+          : ''
+      }
+    </td>
+  </tr>`;
 }
 
 function plural(n: number, one: string, many = `${one}s`): string {
   return `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
 }
 
-function outcome(result: ImportResult): Html {
+/** What happened, in one or two sentences. */
+function outcomeText(result: ImportResult): string {
   const { counts } = result;
+  const refused = plural(counts.refused, 'row was', 'rows were');
   if (result.written) {
-    return html`<div class="notice" role="status">Imported ${plural(counts.created, 'contact')}.${
-      counts.refused ? ` ${plural(counts.refused, 'row was', 'rows were')} refused and not imported; see the reasons below.` : ''
-    }</div>`;
+    return (
+      `Imported ${plural(counts.created, 'contact')}.` +
+      (counts.refused ? ` ${refused} refused and not imported; see the reasons below.` : '')
+    );
   }
-  if (counts.refused && counts.would_be_created) {
-    return html`<div class="alert" role="alert">Nothing was imported: ${plural(counts.refused, 'row was', 'rows were')} refused.
-Because the import was all or nothing, the ${plural(counts.would_be_created, 'valid row')} ${counts.would_be_created === 1 ? 'was' : 'were'} not imported either.
-Fix the refused rows and import the file again, or tick “Import the valid rows even if some are refused”.</div>`;
-  }
-  return html`<div class="alert" role="alert">Nothing was imported: every row was refused. See the reasons below.</div>`;
+  if (counts.would_be_created === 0) return 'Nothing was imported: every row was refused. See the reasons below.';
+  const valid = `${plural(counts.would_be_created, 'valid row')} ${counts.would_be_created === 1 ? 'was' : 'were'}`;
+  return (
+    `Nothing was imported: ${refused} refused. Because the import was all or nothing, the ${valid} not imported either. ` +
+    'Fix the refused rows and import the file again, or tick “Import the valid rows even if some are refused”.'
+  );
+}
+
+function outcome(result: ImportResult): Html {
+  return result.written
+    ? html`<div class="notice" role="status">${outcomeText(result)}</div>`
+    : html`<div class="alert" role="alert">${outcomeText(result)}</div>`;
 }
 
 function resultsBody(result: ImportResult, session: SessionView, maxBytes: number): Html {
   const { counts } = result;
   return html`<h1>Import results</h1>
-${outcome(result)}
-<dl class="counts">
-  <dt>Rows in the file</dt><dd>${counts.rows}</dd>
-  <dt>Created</dt><dd>${counts.created}</dd>
-  ${counts.would_be_created ? html`<dt>Valid but not imported</dt><dd>${counts.would_be_created}</dd>` : ''}
-  <dt>Refused</dt><dd>${counts.refused}</dd>
-</dl>
-<table><caption class="visually-hidden">Every row of the file and what became of it</caption>
-<thead><tr><th scope="col">Row</th><th scope="col">Result</th><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Why refused</th></tr></thead>
-<tbody>${result.rows.map(resultRow)}</tbody></table>
-<p><a href="/contacts">Go to contacts</a></p>
-<h2>Import another file</h2>
-${importForm(session, maxBytes, { partial: result.partial })}`;
+    ${outcome(result)}
+    <dl class="counts">
+      <dt>Rows in the file</dt>
+      <dd>${counts.rows}</dd>
+      <dt>Created</dt>
+      <dd>${counts.created}</dd>
+      ${
+        counts.would_be_created
+          ? html`<dt>Valid but not imported</dt>
+              <dd>${counts.would_be_created}</dd>`
+          : ''
+      }
+      <dt>Refused</dt>
+      <dd>${counts.refused}</dd>
+    </dl>
+    <table>
+      <caption class="visually-hidden">
+        Every row of the file and what became of it
+      </caption>
+      <thead>
+        <tr>
+          <th scope="col">Row</th>
+          <th scope="col">Result</th>
+          <th scope="col">Name</th>
+          <th scope="col">Email</th>
+          <th scope="col">Why refused</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${result.rows.map(resultRow)}
+      </tbody>
+    </table>
+    <p><a href="/contacts">Go to contacts</a></p>
+    <h2>Import another file</h2>
+    ${importForm(session, maxBytes, { partial: result.partial })}`;
 }
 
 /**
@@ -128,7 +191,10 @@ export const importPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, 
   });
 
   const send = (request: FastifyRequest, reply: FastifyReply, status: number, title: string, body: Html) =>
-    reply.code(status).type('text/html; charset=utf-8').send(page({ title, session: request.session!, section: 'import', body }));
+    reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(page({ title, session: request.session!, section: 'import', body }));
 
   const formPage = (request: FastifyRequest, reply: FastifyReply, status: number, options: { error?: string; partial?: boolean } = {}) =>
     send(
@@ -137,9 +203,8 @@ export const importPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, 
       status,
       'Import contacts',
       html`<h1>Import contacts</h1>
-${options.error ? html`<div class="alert" role="alert">The file was not imported. See the message next to the file field.</div>` : ''}
-${explanation()}
-${importForm(request.session!, maxImportBytes, options)}`,
+        ${options.error ? html`<div class="alert" role="alert">The file was not imported. See the message next to the file field.</div>` : ''}
+        ${explanation()} ${importForm(request.session!, maxImportBytes, options)}`,
     );
 
   app.get('/import', async (request, reply) => formPage(request, reply, 200));
@@ -148,7 +213,10 @@ ${importForm(request.session!, maxImportBytes, options)}`,
     if (!request.isMultipart()) return formPage(request, reply, 400, { error: 'Choose a CSV file to import.' });
     const { bytes, partial, tooLarge } = await readForm(request);
     if (tooLarge) {
-      return formPage(request, reply, 413, { partial, error: `The file is larger than ${megabytes(maxImportBytes)}. Split it into smaller files.` });
+      return formPage(request, reply, 413, {
+        partial,
+        error: `The file is larger than ${megabytes(maxImportBytes)}. Split it into smaller files.`,
+      });
     }
     if (!bytes) return formPage(request, reply, 400, { partial, error: 'Choose a CSV file to import.' });
     try {

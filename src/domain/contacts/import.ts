@@ -5,7 +5,7 @@ import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import { requireScope } from '../scopes.js';
-import { contactFieldErrors, insertContact, type ContactInput } from './contacts.js';
+import { contactFieldErrors, insertContacts, type ContactInput } from './contacts.js';
 
 export const MAX_IMPORT_ROWS = 5_000;
 export const IMPORT_COLUMNS = ['first_name', 'last_name', 'email', 'phone', 'address', 'notes', 'labels'] as const;
@@ -52,7 +52,9 @@ export function decodeCsv(bytes: Uint8Array): string {
   if (bytes.length === 0) throw fileError('The file is empty. Choose a CSV file with a header row and one row per contact.');
   const starts = (...prefix: number[]) => prefix.every((b, i) => bytes[i] === b);
   if (starts(0x50, 0x4b, 0x03, 0x04) || starts(0xd0, 0xcf, 0x11, 0xe0)) {
-    throw fileError('This is a spreadsheet workbook, not a CSV file. In your spreadsheet, save or download the sheet as "CSV UTF-8" and import that.');
+    throw fileError(
+      'This is a spreadsheet workbook, not a CSV file. In your spreadsheet, save or download the sheet as "CSV UTF-8" and import that.',
+    );
   }
   let text: string;
   try {
@@ -75,7 +77,11 @@ function delimiterOf(text: string): string {
   return ',';
 }
 
-const normaliseHeader = (name: string) => name.trim().toLowerCase().replace(/[\s-]+/g, '_');
+/** A header as a column name, forgiving spreadsheet spellings: "First Name", "E-mail", "EMAIL". */
+function columnOf(header: string): Column | null {
+  const key = header.toLowerCase().replace(/[\s_-]+/g, '');
+  return IMPORT_COLUMNS.find((c) => c.replace('_', '') === key) ?? null;
+}
 
 interface ParsedRow {
   row: number;
@@ -97,10 +103,10 @@ function parseCsv(text: string): { columns: Column[]; rows: ParsedRow[] } {
   const columns: Column[] = [];
   const unknown: string[] = [];
   for (const raw of header) {
-    const name = normaliseHeader(raw);
-    if (!(IMPORT_COLUMNS as readonly string[]).includes(name)) unknown.push(raw.trim() === '' ? '(empty)' : `"${raw.trim()}"`);
-    else if (columns.includes(name as Column)) throw fileError(`The column ${name} appears twice in the header row.`);
-    else columns.push(name as Column);
+    const column = columnOf(raw);
+    if (column === null) unknown.push(raw.trim() === '' ? '(empty)' : `"${raw.trim()}"`);
+    else if (columns.includes(column)) throw fileError(`The column ${column} appears twice in the header row.`);
+    else columns.push(column);
   }
   if (unknown.length > 0) {
     throw fileError(
@@ -121,7 +127,9 @@ function parseCsv(text: string): { columns: Column[]; rows: ParsedRow[] } {
   });
   if (rows.length === 0) throw fileError('The file has a header row but no contacts under it.');
   if (rows.length > MAX_IMPORT_ROWS) {
-    throw fileError(`The file has ${rows.length.toLocaleString('en')} rows; at most ${MAX_IMPORT_ROWS.toLocaleString('en')} can be imported at once. Split it.`);
+    throw fileError(
+      `The file has ${rows.length.toLocaleString('en')} rows; at most ${MAX_IMPORT_ROWS.toLocaleString('en')} can be imported at once. Split it.`,
+    );
   }
   return { columns, rows };
 }
@@ -188,7 +196,10 @@ async function checkRows(db: Kysely<Database>, orgId: string, rows: ParsedRow[],
       seenLabels.add(name.toLowerCase());
       const id = labels.get(name.toLowerCase());
       if (id) labelIds.push(id);
-      else reasons.push(`labels: no label named "${name}" in this organisation (an import does not create labels: create it on the Labels page first)`);
+      else
+        reasons.push(
+          `labels: no label named "${name}" in this organisation (an import does not create labels: create it on the Labels page first)`,
+        );
     }
     const input = inputOf(cells, labelIds);
     for (const e of contactFieldErrors(input)) reasons.push(`${e.field === 'label_ids' ? 'labels' : e.field}: ${e.message}`);
@@ -230,18 +241,30 @@ export async function importContacts(ctx: Ctx, csvText: string, options: { parti
       return await ctx.db.transaction().execute(async (trx) => {
         const checked = await checkRows(trx, ctx.orgId, rows, columns.length);
         const refused = checked.some((c) => c.result.status === 'refused');
-        if (refused && !options.partial) return summary(checked.map((c) => c.result), false);
-        const out: ImportRowResult[] = [];
-        for (const { input, result } of checked) {
-          if (result.status === 'refused') out.push(result);
-          else out.push({ ...result, status: 'created', id: await insertContact(trx, ctx, input, 'import') });
-        }
-        return summary(out, options.partial);
+        if (refused && !options.partial)
+          return summary(
+            checked.map((c) => c.result),
+            false,
+          );
+        const valid = checked.filter((c) => c.result.status !== 'refused');
+        const ids = await insertContacts(
+          trx,
+          ctx,
+          valid.map((c) => c.input),
+          'import',
+        );
+        const created = new Map(valid.map((c, i) => [c.result.row, ids[i]!]));
+        const rowsOut = checked.map(({ result }): ImportRowResult => {
+          const id = created.get(result.row);
+          return id ? { ...result, status: 'created', id } : result;
+        });
+        return summary(rowsOut, options.partial);
       });
     } catch (error) {
       // Another request created one of these emails after the check: check again, once.
       if (!isUniqueViolation(error)) throw error;
-      if (attempt >= 2) throw new ConflictError('contact_exists', 'Contacts with these emails were being created at the same time. Import the file again.');
+      if (attempt >= 2)
+        throw new ConflictError('contact_exists', 'Contacts with these emails were being created at the same time. Import the file again.');
     }
   }
 }

@@ -39,7 +39,13 @@ export async function listOrgMembers(ctx: Ctx): Promise<MemberView[]> {
     .orderBy('memberships.created_at')
     .orderBy('users.id')
     .execute();
-  return rows.map((r) => ({ user_id: r.id, email: r.email, role: r.role, joined_at: r.created_at, active_keys: Number(r.active_keys ?? 0) }));
+  return rows.map((r) => ({
+    user_id: r.id,
+    email: r.email,
+    role: r.role,
+    joined_at: r.created_at,
+    active_keys: Number(r.active_keys ?? 0),
+  }));
 }
 
 export async function addOrgMember(ctx: Ctx, input: { email: string; password: string; role: string }) {

@@ -36,7 +36,12 @@ async function membershipsOf(db: Kysely<Database>, userId: string) {
 }
 
 /** Checks email and password; opens a session in the user's first organisation. */
-export async function signIn(db: Kysely<Database>, email: string, password: string, now: Date): Promise<{ token: string; expiresAt: Date }> {
+export async function signIn(
+  db: Kysely<Database>,
+  email: string,
+  password: string,
+  now: Date,
+): Promise<{ token: string; expiresAt: Date }> {
   const user = await db
     .selectFrom('users')
     .select(['id', 'password_hash', 'deactivated_at'])
@@ -74,7 +79,9 @@ export async function findSession(db: Kysely<Database>, token: string, now: Date
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
     .innerJoin('orgs', 'orgs.id', 'sessions.org_id')
-    .leftJoin('memberships', (join) => join.onRef('memberships.org_id', '=', 'sessions.org_id').onRef('memberships.user_id', '=', 'sessions.user_id'))
+    .leftJoin('memberships', (join) =>
+      join.onRef('memberships.org_id', '=', 'sessions.org_id').onRef('memberships.user_id', '=', 'sessions.user_id'),
+    )
     .select([
       'sessions.user_id',
       'sessions.org_id',
