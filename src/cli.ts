@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/database.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
 import { ServiceError, ValidationError } from './domain/errors.js';
-import { addUser, createOrg, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
+import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
 import { startServer } from './server.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
@@ -143,14 +143,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     case 'keys list': {
       const orgId = required(values, 'org');
       const keys = await withDb(config, async (db) => {
-        const admin = await db.kysely
-          .selectFrom('memberships')
-          .select('user_id')
-          .where('org_id', '=', orgId)
-          .where('role', '=', 'admin')
-          .executeTakeFirst();
-        if (!admin) throw ValidationError.field('org', `no organisation ${orgId} with an admin`);
-        return listApiKeys({ db: db.kysely, orgId, userId: admin.user_id, now: new Date() });
+        // The operator acts on the organisation's behalf, through its first admin.
+        return listApiKeys({ db: db.kysely, orgId, userId: await firstAdminOf(db.kysely, orgId), now: new Date() });
       });
       const text = keys
         .map(
@@ -165,14 +159,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       const keyId = rest[0];
       if (!keyId) throw new UsageError('missing KEY_ID');
       const key = await withDb(config, async (db) => {
-        const admin = await db.kysely
-          .selectFrom('memberships')
-          .select('user_id')
-          .where('org_id', '=', orgId)
-          .where('role', '=', 'admin')
-          .executeTakeFirst();
-        if (!admin) throw ValidationError.field('org', `no organisation ${orgId} with an admin`);
-        return revokeApiKey({ db: db.kysely, orgId, userId: admin.user_id, now: new Date() }, keyId);
+        // The operator acts on the organisation's behalf, through its first admin.
+        return revokeApiKey({ db: db.kysely, orgId, userId: await firstAdminOf(db.kysely, orgId), now: new Date() }, keyId);
       });
       return { json: key, text: `revoked ${key.id} (${key.name}) at ${key.revoked_at}` };
     }

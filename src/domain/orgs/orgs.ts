@@ -175,3 +175,16 @@ export async function removeMember(
 export async function memberIdByEmail(db: Kysely<Database>, orgId: string, email: string): Promise<string> {
   return (await findMember(db, orgId, email)).id;
 }
+
+/** The organisation's longest-standing admin (the operator CLI acts through them). */
+export async function firstAdminOf(db: Kysely<Database>, orgId: string): Promise<string> {
+  const admin = await db
+    .selectFrom('memberships')
+    .select('user_id')
+    .where('org_id', '=', orgId)
+    .where('role', '=', 'admin')
+    .orderBy('created_at')
+    .executeTakeFirst();
+  if (!admin) throw new NotFoundError(`No organisation ${orgId} with an admin.`);
+  return admin.user_id;
+}
