@@ -33,7 +33,7 @@ describe.skipIf(!hasChromium)('dashboard in a browser', { timeout: 120_000 }, ()
     await p.getByLabel('Name').fill(name);
     for (const scope of scopes) await p.getByLabel(scope, { exact: true }).check();
     await p.getByRole('button', { name: 'Create key' }).click();
-    await expect(p.getByText('You will not see it again')).toBeTruthy();
+    expect(await p.getByText('You will not see it again').count()).toBeGreaterThan(0);
     const key = (await p.locator('#new-key').textContent())?.trim() ?? '';
     expect(key).toMatch(/^od_live_[A-Za-z0-9]{43}$/);
     return key;
@@ -117,7 +117,9 @@ describe.skipIf(!hasChromium)('dashboard in a browser', { timeout: 120_000 }, ()
   it('uploads a file through the two-step reservation and downloads it byte-identical', async () => {
     const bytes = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251));
     await page.goto(`${server.url}/files`);
-    await page.getByLabel('File').setInputFiles({ name: 'report é.bin', mimeType: 'application/octet-stream', buffer: bytes });
+    await page
+      .getByLabel('File', { exact: true })
+      .setInputFiles({ name: 'report é.bin', mimeType: 'application/octet-stream', buffer: bytes });
     await page.getByRole('button', { name: 'Upload' }).click();
     await page.waitForURL(/\/files\?uploaded=/);
     expect(await page.getByText('report é.bin').count()).toBeGreaterThan(0);
@@ -143,7 +145,7 @@ describe.skipIf(!hasChromium)('dashboard in a browser', { timeout: 120_000 }, ()
       await page.goto(`${server.url}/settings/members`);
       await page.getByLabel('Email').fill(email);
       await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByLabel('Role').selectOption(role);
+      await page.getByLabel('Role', { exact: true }).selectOption(role);
       await page.getByRole('button', { name: /Add/ }).click();
       expect(await page.getByText(email).count()).toBeGreaterThan(0);
     }

@@ -241,10 +241,11 @@ export async function importContacts(ctx: Ctx, csvText: string, options: { parti
       return await ctx.db.transaction().execute(async (trx) => {
         const checked = await checkRows(trx, ctx.orgId, rows, columns.length);
         const refused = checked.some((c) => c.result.status === 'refused');
+        // All or nothing: report what each row would have become, and write nothing.
         if (refused && !options.partial)
           return summary(
             checked.map((c) => c.result),
-            false,
+            options.partial,
           );
         const valid = checked.filter((c) => c.result.status !== 'refused');
         const ids = await insertContacts(
