@@ -165,4 +165,80 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
     expect((await user.post(`/contacts/${apiMade.id}/delete`)).statusCode).toBe(303);
     expect((await h.call(key, 'GET', `/api/v1/contacts/${apiMade.id}`)).statusCode).toBe(404);
   });
+
+  it('throttles guesses sent in parallel, per account across addresses, and IPv6 by /64', async () => {
+    const o = await h.newOrg();
+    const burst = await Promise.all(Array.from({ length: 12 }, () => login(o.adminEmail, 'wrong password', '203.0.113.90')));
+    expect(burst.filter((r) => r.statusCode === 429).length).toBeGreaterThanOrEqual(7);
+    // Another address in the same IPv6 /64 is the same client.
+    const p = await h.newOrg();
+    for (let i = 0; i < 5; i++) await login(p.adminEmail, 'wrong password', '2001:db8:1:2::10');
+    expect((await login(p.adminEmail, 'correct horse battery', '2001:db8:1:2::99')).statusCode).toBe(429);
+    // One account guessed from many addresses is limited too.
+    const q = await h.newOrg();
+    for (let i = 0; i < 20; i++) await login(q.adminEmail, 'wrong password', `192.0.2.${i + 1}`);
+    expect((await login(q.adminEmail, 'correct horse battery', '192.0.2.200')).statusCode).toBe(429);
+  });
+
+  it('refuses a sign-in form posted from another site', async () => {
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/login',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+      payload: formBody({ email: org.adminEmail, password: 'correct horse battery' }),
+      remoteAddress: '198.51.100.120',
+    });
+    expect(res.statusCode).toBe(403);
+    expect(res.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('never redirects off-site, whatever the next parameter hides', async () => {
+    for (const [next, expected] of [
+      ['/\t/evil.example', '/contacts'],
+      ['/%09/evil.example', '/%09/evil.example'],
+      ['/\\evil.example', '/contacts'],
+      ['https://evil.example/', '/contacts'],
+      ['/\n/x', '/contacts'],
+      ['/groups?x=é', '/groups?x=%C3%A9'],
+    ]) {
+      const res = await h.app.inject({
+        method: 'POST',
+        url: '/login',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: formBody({
+          email: org.adminEmail,
+          password: 'correct horse battery',
+          next: next!,
+        }),
+        remoteAddress: '198.51.100.121',
+      });
+      expect(res.statusCode, next).toBe(303);
+      expect(res.headers.location, next).toBe(expected);
+    }
+  });
+
+  it('survives long emoji names in messages, malformed uploads, and ends sessions of removed members', async () => {
+    const user = await signedIn(h, org.adminEmail);
+    const emoji = await user.post('/contacts', { first_name: 'a' + '😀'.repeat(199), email: 'emoji-flash@example.com' });
+    expect(emoji.statusCode).toBe(303);
+    const broken = await h.app.inject({
+      method: 'POST',
+      url: '/import',
+      headers: { cookie: user.cookie, 'content-type': 'multipart/form-data' },
+      payload: 'not multipart at all',
+    });
+    expect(broken.statusCode).toBe(400);
+    const member = await addMember(h, org.orgId, 'member');
+    const session = await signedIn(h, member.email);
+    await user.post('/settings/members/remove', { email: member.email, confirm: 'yes' });
+    await h.db.kysely
+      .insertInto('memberships')
+      .values({ org_id: org.orgId, user_id: member.id, role: 'member', created_at: new Date().toISOString() })
+      .execute();
+    expect((await session.get('/contacts')).statusCode).toBe(303);
+    const missing = await h.app.inject({ method: 'GET', url: '/no-such-page', headers: { accept: 'text/html' } });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.headers['x-frame-options']).toBe('DENY');
+    expect(missing.headers['content-security-policy']).toContain("default-src 'self'");
+  });
 });

@@ -152,7 +152,14 @@ describe.each(DIALECTS)('CSV import on %s', (dialect) => {
     );
     const tooMany = 'first_name,email\n' + Array.from({ length: MAX_IMPORT_ROWS + 1 }, (_, i) => `P${i},p${i}@example.com`).join('\n');
     expect(await fileError(importContacts(ctx, tooMany, { partial: true }))).toBe(
-      'The file has 5,001 rows; at most 5,000 can be imported at once. Split it.',
+      'The file has more than 5,000 rows; at most 5,000 can be imported at once. Split it.',
+    );
+    // Millions of blank or ragged lines are not parsed to the end: refused like any long file.
+    expect(await fileError(importContacts(ctx, 'first_name,email\n' + '\n'.repeat(2_000_000), { partial: true }))).toBe(
+      'The file has a header row but no contacts under it.',
+    );
+    expect(await fileError(importContacts(ctx, 'first_name,email\n' + 'x\n'.repeat(1_000_000), { partial: true }))).toContain(
+      'more than 5,000 rows',
     );
     expect(await count()).toBe(0);
 

@@ -62,7 +62,7 @@ export function ctxOf(request: FastifyRequest, db: Kysely<Database>): Ctx {
 
 /** A one-time message shown on the next page (after a redirect). */
 export function flash(reply: FastifyReply, message: string): void {
-  reply.setCookie(FLASH_COOKIE, message.slice(0, 300), { path: '/', httpOnly: true, sameSite: 'lax', maxAge: 60 });
+  reply.setCookie(FLASH_COOKIE, Array.from(message).slice(0, 300).join(''), { path: '/', httpOnly: true, sameSite: 'lax', maxAge: 60 });
 }
 
 export function takeFlash(request: FastifyRequest, reply: FastifyReply): string | null {

@@ -6,6 +6,7 @@ import type { Database } from '../db/schema.js';
 import type { FileDeps } from '../domain/files/files.js';
 import { ServiceError, ValidationError } from '../domain/errors.js';
 import { statusOf } from '../http/errorHandler.js';
+import { setPageHeaders } from '../http/pageHeaders.js';
 import { CSS, JS } from './assets.js';
 import { checkCsrf, requireSession, text } from './context.js';
 import { html } from './html.js';
@@ -82,16 +83,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
 
   app.addHook('onSend', async (_request, reply, payload) => {
-    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {
-      reply.header(
-        'content-security-policy',
-        "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-      );
-      reply.header('x-frame-options', 'DENY');
-      reply.header('x-content-type-options', 'nosniff');
-      reply.header('referrer-policy', 'same-origin');
-      reply.header('cache-control', 'no-store');
-    }
+    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) setPageHeaders(reply);
     return payload;
   });
   app.setErrorHandler(errorPage);

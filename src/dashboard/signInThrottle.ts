@@ -1,44 +1,71 @@
 /**
- * Sign-in throttling: after 5 failed attempts for one email from one address, or 30 from one
- * address, in 15 minutes, further attempts are refused until the window passes. Kept in memory
- * (per instance): it slows guessing, and argon2id makes every guess expensive anyway.
+ * Sign-in throttling, counted over 15 minutes: 5 failures for one account from one network,
+ * 20 for one account from anywhere, 30 from one network. An attempt is counted before the password
+ * is checked (and forgiven on success), so guesses sent in parallel are limited too. IPv6 clients
+ * are grouped by /64, the block one client usually holds. Kept in memory, per instance: it slows
+ * guessing, and argon2id makes every guess expensive anyway.
  */
 const WINDOW_MS = 15 * 60 * 1000;
-const PER_ACCOUNT = 5;
-const PER_ADDRESS = 30;
+const LIMITS = { pair: 5, account: 20, network: 30 } as const;
+const MAX_KEYS = 100_000;
+
+function network(ip: string): string {
+  if (!ip.includes(':') || ip.startsWith('::ffff:')) return ip.replace(/^::ffff:/, '');
+  const [head = '', tail = ''] = ip.toLowerCase().split('::');
+  const left = head.split(':').filter(Boolean);
+  const right = tail.split(':').filter(Boolean);
+  const full = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${full.slice(0, 4).join(':')}::/64`;
+}
 
 export class SignInThrottle {
-  private readonly failures = new Map<string, number[]>();
+  private readonly attempts = new Map<string, number[]>();
+
+  private keys(email: string, ip: string): [string, number][] {
+    const account = email.trim().toLowerCase();
+    const net = network(ip);
+    return [
+      [`pair|${net}|${account}`, LIMITS.pair],
+      [`account|${account}`, LIMITS.account],
+      [`network|${net}`, LIMITS.network],
+    ];
+  }
 
   private recent(key: string, now: number): number[] {
-    const list = (this.failures.get(key) ?? []).filter((at) => at > now - WINDOW_MS);
-    if (list.length) this.failures.set(key, list);
-    else this.failures.delete(key);
-    return list;
+    return (this.attempts.get(key) ?? []).filter((at) => at > now - WINDOW_MS);
   }
 
-  /** Seconds to wait before another attempt is allowed, or 0. */
-  waitSeconds(email: string, ip: string, now = Date.now()): number {
-    const account = this.recent(`${ip}|${email.trim().toLowerCase()}`, now);
-    const address = this.recent(ip, now);
-    const blocking = [account.length >= PER_ACCOUNT ? account : null, address.length >= PER_ADDRESS ? address : null].filter(
-      (l): l is number[] => l !== null,
-    );
-    if (blocking.length === 0) return 0;
-    const oldest = Math.max(...blocking.map((l) => l[0]!));
-    return Math.max(1, Math.ceil((oldest + WINDOW_MS - now) / 1000));
-  }
-
-  fail(email: string, ip: string, now = Date.now()): void {
-    for (const key of [`${ip}|${email.trim().toLowerCase()}`, ip]) {
+  /**
+   * Seconds to wait when a limit is reached; otherwise 0, and the attempt is counted now.
+   */
+  begin(email: string, ip: string, now = Date.now()): number {
+    let wait = 0;
+    const keys = this.keys(email, ip);
+    for (const [key, limit] of keys) {
+      const list = this.recent(key, now);
+      if (list.length >= limit) wait = Math.max(wait, Math.ceil((list[list.length - limit]! + WINDOW_MS - now) / 1000));
+    }
+    if (wait > 0) return Math.max(1, wait);
+    for (const [key] of keys) {
       const list = this.recent(key, now);
       list.push(now);
-      this.failures.set(key, list);
+      this.attempts.delete(key); // re-insert: the map's order is least recently used first
+      this.attempts.set(key, list);
     }
-    if (this.failures.size > 100_000) this.failures.clear();
+    // Bounded memory: forget the least recently used counters, never everyone's at once.
+    for (const key of this.attempts.keys()) {
+      if (this.attempts.size <= MAX_KEYS) break;
+      this.attempts.delete(key);
+    }
+    return 0;
   }
 
+  /** A successful sign-in forgives the attempt just counted for this account. */
   succeed(email: string, ip: string): void {
-    this.failures.delete(`${ip}|${email.trim().toLowerCase()}`);
+    for (const [key] of this.keys(email, ip)) {
+      const list = this.attempts.get(key);
+      list?.pop();
+      if (list && list.length === 0) this.attempts.delete(key);
+    }
   }
 }

@@ -10,6 +10,7 @@ import { routeTable } from './methodNotAllowed.js';
 import { openApiCollector } from './openapi.js';
 import { sendProblem } from './problem.js';
 import { dashboard, notFoundPage } from '../dashboard/plugin.js';
+import { setPageHeaders } from './pageHeaders.js';
 import { docsRoutes } from './routes/docs.js';
 import { transferRoutes } from './routes/transfers.js';
 import type { FileDeps } from '../domain/files/files.js';
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const path = request.url.split('?')[0] ?? '/';
     if (!path.startsWith('/api/') && String(request.headers.accept ?? '').includes('text/html')) {
       // A person's browser on a page that does not exist: a page, not a problem document.
+      setPageHeaders(reply);
       return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
     }
     const allowed = allowedMethods(path);

@@ -7,12 +7,16 @@ export interface DashboardUser {
   cookie: string;
   csrf: string;
   get(url: string): Promise<LightMyRequestResponse>;
-  post(url: string, fields?: Record<string, string | string[]>, options?: { csrf?: string | null }): Promise<LightMyRequestResponse>;
+  post(
+    url: string,
+    fields?: Record<string, string | readonly string[]>,
+    options?: { csrf?: string | null },
+  ): Promise<LightMyRequestResponse>;
 }
 
-export function formBody(fields: Record<string, string | string[]>): string {
+export function formBody(fields: Record<string, string | readonly string[]>): string {
   const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(fields)) for (const v of Array.isArray(value) ? value : [value]) params.append(name, v);
+  for (const [name, value] of Object.entries(fields)) for (const v of typeof value === 'string' ? [value] : value) params.append(name, v);
   return params.toString();
 }
 

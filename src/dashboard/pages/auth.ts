@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../domain/errors.js';
 import { signIn, signOut, switchOrg } from '../../domain/sessions/sessions.js';
 import { SESSION_COOKIE, checkCsrf, flash, requireSession, text } from '../context.js';
@@ -24,9 +24,32 @@ function loginPage(options: { email?: string; errors?: FieldErrors; alert?: stri
   });
 }
 
-/** Only same-site paths: a `next` of `//evil.example` or `https://…` would be an open redirect. */
-function safeNext(next: string): string {
-  return /^\/(?![/\\])/.test(next) && !next.startsWith('/login') ? next : '/contacts';
+/**
+ * Where to go after signing in: only a path on this site. Parsed as a browser would (which drops
+ * tabs and newlines, so `/\t/evil.example` is seen for the other host it is) and re-serialised
+ * percent-encoded, so it is always a safe Location header.
+ */
+export function safeNext(next: string): string {
+  const base = 'http://orgdata.invalid';
+  try {
+    const url = new URL(next, base);
+    if (url.origin !== base || !next.startsWith('/') || url.pathname.startsWith('/login')) return '/contacts';
+    return url.pathname + url.search;
+  } catch {
+    return '/contacts';
+  }
+}
+
+/** A sign-in form posted from another site (login CSRF) is refused: browsers say where it came from. */
+function crossSite(request: FastifyRequest): boolean {
+  if (request.headers['sec-fetch-site'] === 'cross-site') return true;
+  const origin = request.headers.origin;
+  if (!origin || origin === 'null') return origin === 'null';
+  try {
+    return new URL(origin).host !== request.headers.host;
+  } catch {
+    return true;
+  }
 }
 
 export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies }) => {
@@ -45,7 +68,13 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
     if (!email.trim()) errors.email = 'Enter your email address.';
     if (!password) errors.password = 'Enter your password.';
     if (Object.keys(errors).length) return reply.code(400).type('text/html; charset=utf-8').send(loginPage({ email, errors, next }));
-    const wait = throttle.waitSeconds(email, request.ip);
+    if (crossSite(request)) {
+      return reply
+        .code(403)
+        .type('text/html; charset=utf-8')
+        .send(loginPage({ email, next, alert: "Sign in from this site's own sign-in page." }));
+    }
+    const wait = throttle.begin(email, request.ip);
     if (wait > 0) {
       const minutes = Math.ceil(wait / 60);
       return reply
@@ -67,7 +96,6 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
       return reply.redirect(safeNext(next), 303);
     } catch (error) {
       if (!(error instanceof ServiceError)) throw error;
-      throttle.fail(email, request.ip);
       return reply
         .code(401)
         .type('text/html; charset=utf-8')

@@ -8,7 +8,7 @@ import {
   type ImportResult,
   type ImportRowResult,
 } from '../../domain/contacts/import.js';
-import { ValidationError } from '../../domain/errors.js';
+import { ServiceError, ValidationError } from '../../domain/errors.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { checkCsrf, ctxOf } from '../context.js';
 import { html, type Html } from '../html.js';
@@ -211,7 +211,16 @@ export const importPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, 
 
   app.post('/import', async (request, reply) => {
     if (!request.isMultipart()) return formPage(request, reply, 400, { error: 'Choose a CSV file to import.' });
-    const { bytes, partial, tooLarge } = await readForm(request);
+    let form: Awaited<ReturnType<typeof readForm>>;
+    try {
+      form = await readForm(request);
+    } catch (error) {
+      if (error instanceof ServiceError) throw error; // a bad CSRF token: the 403 page
+      // A malformed or cut-off multipart body, or more parts than the form has: a form error.
+      request.log.info({ err: error }, 'unreadable import form');
+      return formPage(request, reply, 400, { error: 'The upload could not be read. Choose one CSV file and try again.' });
+    }
+    const { bytes, partial, tooLarge } = form;
     if (tooLarge) {
       return formPage(request, reply, 413, {
         partial,

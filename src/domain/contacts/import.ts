@@ -90,12 +90,24 @@ interface ParsedRow {
 }
 
 function parseCsv(text: string): { columns: Column[]; rows: ParsedRow[] } {
-  let records: string[][];
+  let parsed: { record: string[]; info: { records: number; empty_lines: number } }[];
   try {
-    records = parse(text, { bom: true, delimiter: delimiterOf(text), relax_column_count: true, skip_empty_lines: false });
+    // Blank lines are skipped by the parser (cheap), and parsing stops one record past the
+    // limit: a file of millions of short or ragged lines costs no more than a full legal file.
+    parsed = (parse as (input: string, options: object) => unknown)(text, {
+      bom: true,
+      delimiter: delimiterOf(text),
+      relax_column_count: true,
+      skip_empty_lines: true,
+      info: true,
+      to: MAX_IMPORT_ROWS + 2,
+    }) as { record: string[]; info: { records: number; empty_lines: number } }[];
   } catch (error) {
     throw fileError(`The file could not be read as CSV: ${error instanceof Error ? error.message : String(error)}.`);
   }
+  const records = parsed.map((p) => p.record);
+  // The row as a spreadsheet numbers it: skipped blank lines still count.
+  const lineOf = parsed.map((p) => p.info.records + p.info.empty_lines);
   const [header, ...data] = records;
   if (!header || header.every((cell) => cell.trim() === '')) {
     throw fileError('The file is empty. Its first row must name the columns, e.g. first_name,last_name,email.');
@@ -123,12 +135,12 @@ function parseCsv(text: string): { columns: Column[]; rows: ParsedRow[] } {
     if (record.every((cell) => cell.trim() === '')) return; // blank lines are skipped, but keep their number
     const cells: Partial<Record<Column, string>> = {};
     columns.forEach((column, c) => (cells[column] = record[c] ?? ''));
-    rows.push({ row: i + 2, cells, fieldCount: record.length });
+    rows.push({ row: lineOf[i + 1] ?? i + 2, cells, fieldCount: record.length });
   });
   if (rows.length === 0) throw fileError('The file has a header row but no contacts under it.');
   if (rows.length > MAX_IMPORT_ROWS) {
     throw fileError(
-      `The file has ${rows.length.toLocaleString('en')} rows; at most ${MAX_IMPORT_ROWS.toLocaleString('en')} can be imported at once. Split it.`,
+      `The file has more than ${MAX_IMPORT_ROWS.toLocaleString('en')} rows; at most ${MAX_IMPORT_ROWS.toLocaleString('en')} can be imported at once. Split it.`,
     );
   }
   return { columns, rows };

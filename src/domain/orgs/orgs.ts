@@ -166,6 +166,8 @@ export async function removeMember(
       throw ValidationError.field('email', 'the organisation must keep at least one admin');
     }
     const revoked = await revokeKeysCreatedBy(trx, input.orgId, member.id, 'creator_removed', now);
+    // Their dashboard sessions in this organisation end too (being added back must not revive them).
+    await trx.deleteFrom('sessions').where('user_id', '=', member.id).where('org_id', '=', input.orgId).execute();
     await trx.deleteFrom('memberships').where('org_id', '=', input.orgId).where('user_id', '=', member.id).execute();
     return { id: member.id, email: member.email, revoked_keys: revoked };
   });

@@ -1,7 +1,14 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { setPageHeaders } from '../pageHeaders.js';
 import { ERROR_CODES } from '../errorCodes.js';
 import { renderReference } from '../docsPage.js';
 import { Problem } from '../schemas/problem.js';
+
+/** The reference pages carry their own inline styles and no script at all. */
+function docHeaders(reply: FastifyReply): FastifyReply {
+  setPageHeaders(reply, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
+  return reply;
+}
 
 export interface DocsDeps {
   openApi: () => Record<string, unknown>;
@@ -29,10 +36,10 @@ export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi })
   let reference: string | null = null;
   app.get('/docs', async (_request, reply) => {
     reference ??= renderReference(openApi());
-    return reply.type('text/html; charset=utf-8').send(reference);
+    return docHeaders(reply).type('text/html; charset=utf-8').send(reference);
   });
 
-  app.get('/docs/api/errors', async (_request, reply) => reply.type('text/html; charset=utf-8').send(ERRORS_PAGE));
+  app.get('/docs/api/errors', async (_request, reply) => docHeaders(reply).type('text/html; charset=utf-8').send(ERRORS_PAGE));
 };
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
