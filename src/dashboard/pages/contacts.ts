@@ -1,13 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import {
-  attachLabel,
-  createContact,
-  deleteContact,
-  detachLabel,
-  getContact,
-  updateContact,
-  type ContactInput,
-} from '../../domain/contacts/contacts.js';
+import { createContact, type ContactInput } from '../../domain/contacts/contacts.js';
 import { listContacts } from '../../domain/contacts/list.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { ConflictError, ValidationError } from '../../domain/errors.js';
@@ -18,6 +10,7 @@ import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.j
 import { csrf, page } from '../layout.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import type { DashboardDeps } from '../plugin.js';
+import { contactDetailPages } from './contactDetail.js';
 
 const PAGE_SIZE = 25;
 
@@ -34,7 +27,7 @@ export async function allLabels(ctx: Parameters<typeof listLabels>[0]): Promise<
   }
 }
 
-function formInput(body: unknown): ContactInput {
+export function formInput(body: unknown): ContactInput {
   const optional = (name: string) => (text(body, name).trim() === '' ? null : text(body, name));
   return {
     first_name: text(body, 'first_name'),
@@ -47,7 +40,7 @@ function formInput(body: unknown): ContactInput {
   };
 }
 
-function contactForm(options: {
+export function contactForm(options: {
   session: SessionView;
   action: string;
   submit: string;
@@ -91,18 +84,19 @@ function labelChips(contact: ContactView): Html {
   return html`${contact.labels.map((l) => html`<span class="chip">${l.name}</span>`)}`;
 }
 
-function send(reply: FastifyReply, status: number, body: string): FastifyReply {
+export function send(reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply.code(status).type('text/html; charset=utf-8').send(body);
 }
 
 /** A form error: field messages for validation, the email field for a duplicate. */
-function formErrors(error: unknown): FieldErrors | null {
+export function formErrors(error: unknown): FieldErrors | null {
   if (error instanceof ValidationError) return fieldErrors(error.errors);
   if (error instanceof ConflictError && error.code === 'contact_exists') return { email: error.message };
   return null;
 }
 
-export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secret }) => {
+export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, secret } = deps;
   app.get('/contacts', async (request, reply) => {
     const ctx = ctxOf(request, db);
     const q = text(request.query, 'q').slice(0, 200);
@@ -224,105 +218,5 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
     }
   });
 
-  async function editPage(
-    request: Parameters<typeof ctxOf>[0],
-    reply: FastifyReply,
-    contact: ContactView,
-    status = 200,
-    values?: Partial<ContactInput>,
-    errors?: FieldErrors,
-  ) {
-    const ctx = ctxOf(request, db);
-    const labels = await allLabels(ctx);
-    const attached = new Set(contact.labels.map((l) => l.id));
-    const session = request.session!;
-    return send(
-      reply,
-      status,
-      page({
-        title: `${contact.first_name} ${contact.last_name}`.trim(),
-        session,
-        section: 'contacts',
-        notice: takeFlash(request, reply),
-        body: html`<p><a href="/contacts">← Contacts</a></p>
-          <h1>${`${contact.first_name} ${contact.last_name}`.trim()}</h1>
-          <p class="muted">Source: ${contact.source_type} · created ${contact.created_at.slice(0, 10)} · id <code>${contact.id}</code></p>
-          ${errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
-          ${contactForm({ session, action: `/contacts/${contact.id}`, submit: 'Save changes', values: values ?? { ...contact, label_ids: [...attached] }, labels, errors, showLabels: false })}
-          <h2>Labels</h2>
-          <ul>
-            ${contact.labels.map(
-              (l) =>
-                html`<li>
-                  <span class="chip">${l.name}</span>
-                  <form method="post" action="/contacts/${contact.id}/labels/${l.id}/remove" class="inline">
-                    ${csrf(session)}<button type="submit" class="secondary">Remove ${l.name}</button>
-                  </form>
-                </li>`,
-            )}
-          </ul>
-          ${
-            labels.some((l) => !attached.has(l.id))
-              ? html`<form method="post" action="/contacts/${contact.id}/labels" class="row">
-                  ${csrf(session)}
-                  <div class="field">
-                    <label for="attach-label">Add label</label
-                    ><select id="attach-label" name="label_id">
-                      ${labels.filter((l) => !attached.has(l.id)).map((l) => html`<option value="${l.id}">${l.name}</option>`)}
-                    </select>
-                  </div>
-                  <button type="submit" class="secondary">Add label</button>
-                </form>`
-              : html`<p class="muted">
-                  ${labels.length ? 'Every label is attached.' : html`No labels yet: <a href="/labels">create one</a>.`}
-                </p>`
-          }
-          <h2>Delete</h2>
-          <form method="post" action="/contacts/${contact.id}/delete">
-            ${csrf(session)}
-            <p>Deleting removes the contact from every group. This cannot be undone.</p>
-            <button type="submit" class="danger">Delete contact</button>
-          </form>`,
-      }),
-    );
-  }
-
-  app.get<{ Params: { id: string } }>('/contacts/:id', async (request, reply) => {
-    const contact = await getContact(ctxOf(request, db), request.params.id);
-    return editPage(request, reply, contact);
-  });
-
-  app.post<{ Params: { id: string } }>('/contacts/:id', async (request, reply) => {
-    const ctx = ctxOf(request, db);
-    const { label_ids: _labels, ...input } = formInput(request.body);
-    try {
-      await updateContact(ctx, request.params.id, input);
-      flash(reply, 'Saved.');
-      return reply.redirect(`/contacts/${request.params.id}`, 303);
-    } catch (error) {
-      const errors = formErrors(error);
-      if (!errors) throw error;
-      return editPage(request, reply, await getContact(ctx, request.params.id), 400, input, errors);
-    }
-  });
-
-  app.post<{ Params: { id: string } }>('/contacts/:id/delete', async (request, reply) => {
-    const ctx = ctxOf(request, db);
-    const contact = await getContact(ctx, request.params.id);
-    await deleteContact(ctx, request.params.id);
-    flash(reply, `Deleted ${`${contact.first_name} ${contact.last_name}`.trim()}.`);
-    return reply.redirect('/contacts', 303);
-  });
-
-  app.post<{ Params: { id: string } }>('/contacts/:id/labels', async (request, reply) => {
-    await attachLabel(ctxOf(request, db), request.params.id, text(request.body, 'label_id'));
-    flash(reply, 'Label added.');
-    return reply.redirect(`/contacts/${request.params.id}`, 303);
-  });
-
-  app.post<{ Params: { id: string; labelId: string } }>('/contacts/:id/labels/:labelId/remove', async (request, reply) => {
-    await detachLabel(ctxOf(request, db), request.params.id, request.params.labelId);
-    flash(reply, 'Label removed.');
-    return reply.redirect(`/contacts/${request.params.id}`, 303);
-  });
+  await app.register(contactDetailPages, deps);
 };

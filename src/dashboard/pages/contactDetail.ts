@@ -1,0 +1,113 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { attachLabel, deleteContact, detachLabel, getContact, updateContact, type ContactInput } from '../../domain/contacts/contacts.js';
+import type { ContactView } from '../../domain/contacts/view.js';
+import { ctxOf, flash, takeFlash, text } from '../context.js';
+import { html, type FieldErrors } from '../html.js';
+import { csrf, page } from '../layout.js';
+import type { DashboardDeps } from '../plugin.js';
+import { allLabels, contactForm, formErrors, formInput, send } from './contacts.js';
+
+/** One contact: edit, labels, delete. */
+export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }) => {
+  async function editPage(
+    request: Parameters<typeof ctxOf>[0],
+    reply: FastifyReply,
+    contact: ContactView,
+    status = 200,
+    values?: Partial<ContactInput>,
+    errors?: FieldErrors,
+  ) {
+    const ctx = ctxOf(request, db);
+    const labels = await allLabels(ctx);
+    const attached = new Set(contact.labels.map((l) => l.id));
+    const session = request.session!;
+    return send(
+      reply,
+      status,
+      page({
+        title: `${contact.first_name} ${contact.last_name}`.trim(),
+        session,
+        section: 'contacts',
+        notice: takeFlash(request, reply),
+        body: html`<p><a href="/contacts">← Contacts</a></p>
+          <h1>${`${contact.first_name} ${contact.last_name}`.trim()}</h1>
+          <p class="muted">Source: ${contact.source_type} · created ${contact.created_at.slice(0, 10)} · id <code>${contact.id}</code></p>
+          ${errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
+          ${contactForm({ session, action: `/contacts/${contact.id}`, submit: 'Save changes', values: values ?? { ...contact, label_ids: [...attached] }, labels, errors, showLabels: false })}
+          <h2>Labels</h2>
+          <ul>
+            ${contact.labels.map(
+              (l) =>
+                html`<li>
+                  <span class="chip">${l.name}</span>
+                  <form method="post" action="/contacts/${contact.id}/labels/${l.id}/remove" class="inline">
+                    ${csrf(session)}<button type="submit" class="secondary">Remove ${l.name}</button>
+                  </form>
+                </li>`,
+            )}
+          </ul>
+          ${
+            labels.some((l) => !attached.has(l.id))
+              ? html`<form method="post" action="/contacts/${contact.id}/labels" class="row">
+                  ${csrf(session)}
+                  <div class="field">
+                    <label for="attach-label">Add label</label
+                    ><select id="attach-label" name="label_id">
+                      ${labels.filter((l) => !attached.has(l.id)).map((l) => html`<option value="${l.id}">${l.name}</option>`)}
+                    </select>
+                  </div>
+                  <button type="submit" class="secondary">Add label</button>
+                </form>`
+              : html`<p class="muted">
+                  ${labels.length ? 'Every label is attached.' : html`No labels yet: <a href="/labels">create one</a>.`}
+                </p>`
+          }
+          <h2>Delete</h2>
+          <form method="post" action="/contacts/${contact.id}/delete">
+            ${csrf(session)}
+            <p>Deleting removes the contact from every group. This cannot be undone.</p>
+            <button type="submit" class="danger">Delete contact</button>
+          </form>`,
+      }),
+    );
+  }
+
+  app.get<{ Params: { id: string } }>('/contacts/:id', async (request, reply) => {
+    const contact = await getContact(ctxOf(request, db), request.params.id);
+    return editPage(request, reply, contact);
+  });
+
+  app.post<{ Params: { id: string } }>('/contacts/:id', async (request, reply) => {
+    const ctx = ctxOf(request, db);
+    const { label_ids: _labels, ...input } = formInput(request.body);
+    try {
+      await updateContact(ctx, request.params.id, input);
+      flash(reply, 'Saved.');
+      return reply.redirect(`/contacts/${request.params.id}`, 303);
+    } catch (error) {
+      const errors = formErrors(error);
+      if (!errors) throw error;
+      return editPage(request, reply, await getContact(ctx, request.params.id), 400, input, errors);
+    }
+  });
+
+  app.post<{ Params: { id: string } }>('/contacts/:id/delete', async (request, reply) => {
+    const ctx = ctxOf(request, db);
+    const contact = await getContact(ctx, request.params.id);
+    await deleteContact(ctx, request.params.id);
+    flash(reply, `Deleted ${`${contact.first_name} ${contact.last_name}`.trim()}.`);
+    return reply.redirect('/contacts', 303);
+  });
+
+  app.post<{ Params: { id: string } }>('/contacts/:id/labels', async (request, reply) => {
+    await attachLabel(ctxOf(request, db), request.params.id, text(request.body, 'label_id'));
+    flash(reply, 'Label added.');
+    return reply.redirect(`/contacts/${request.params.id}`, 303);
+  });
+
+  app.post<{ Params: { id: string; labelId: string } }>('/contacts/:id/labels/:labelId/remove', async (request, reply) => {
+    await detachLabel(ctxOf(request, db), request.params.id, request.params.labelId);
+    flash(reply, 'Label removed.');
+    return reply.redirect(`/contacts/${request.params.id}`, 303);
+  });
+};
