@@ -1,11 +1,8 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { revokeApiKey } from '../src/domain/apiKeys/apiKeys.js';
 import { generateKey, hashKey, isWellFormedKey } from '../src/domain/apiKeys/format.js';
 import { removeMember, setRole } from '../src/domain/orgs/orgs.js';
-import { buildApp } from '../src/http/app.js';
-import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';
-import { addMember, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { addMember, DIALECTS, type Harness, loggingApp, makeHarness, type Org } from './helpers/harness.js';
 
 describe('key format', () => {
   it('has the live prefix, 43 characters and a keyed checksum that catches typos and forgeries', () => {
@@ -211,19 +208,7 @@ describe.each(DIALECTS)('authentication on %s', (dialect) => {
 
   it('refuses a key in the query string and never logs it', async () => {
     const key = await org.key(['contacts:read']);
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const app = await buildApp({
-      config: h.config,
-      db: h.db,
-      rateLimiter: new MemoryRateLimiter({ burst: 10, perSecond: 1, dailyQuota: 10 }),
-      logger: { stream },
-    });
+    const { app, lines } = await loggingApp(h);
     try {
       for (const url of [
         `/api/v1/contacts?api_key=${key}`,

@@ -1,8 +1,5 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/http/app.js';
-import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';
-import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { DIALECTS, type Harness, loggingApp, makeHarness, type Org } from './helpers/harness.js';
 
 /** Input an attacker or a sloppy client sends: every one gets a documented 4xx, never a 500. */
 describe.each(DIALECTS)('hostile input on %s', (dialect) => {
@@ -126,19 +123,7 @@ describe.each(DIALECTS)('hostile input on %s', (dialect) => {
   });
 
   it('refuses a percent-encoded key in the URL and never logs it', async () => {
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const app = await buildApp({
-      config: h.config,
-      db: h.db,
-      rateLimiter: new MemoryRateLimiter({ burst: 10, perSecond: 1, dailyQuota: 10 }),
-      logger: { stream },
-    });
+    const { app, lines } = await loggingApp(h);
     const secretPart = key.slice('od_live_'.length);
     try {
       for (const url of [`/api/v1/contacts?api_key=%6Fd_live_${secretPart}`, `/api/v1/contacts?k=od%5Flive%5F${secretPart}`]) {

@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -172,3 +173,21 @@ export async function addMember(h: Harness, orgId: string, role: 'admin' | 'memb
 }
 
 export const ALL_SCOPES = ['contacts:read', 'contacts:write', 'groups:read', 'groups:write', 'files:read', 'files:write'];
+
+/** A second app over the harness's database whose JSON log lines are kept, to check what is logged. */
+export async function loggingApp(h: Harness): Promise<{ app: FastifyInstance; lines: string[] }> {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const app = await buildApp({
+    config: h.config,
+    db: h.db,
+    rateLimiter: new MemoryRateLimiter({ burst: 10, perSecond: 1, dailyQuota: 10 }),
+    logger: { stream },
+  });
+  return { app, lines };
+}
