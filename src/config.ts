@@ -23,6 +23,12 @@ export interface Config {
   tlsCertFile: string | null;
   tlsKeyFile: string | null;
   logLevel: string;
+  /** A request's headers and body must arrive within this (uploads included); else 408. */
+  requestTimeoutSeconds: number;
+  /** A request's headers must arrive within this; else 408. */
+  headersTimeoutSeconds: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -115,6 +121,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
   }
+  const requestTimeoutSeconds = int(env, 'REQUEST_TIMEOUT_SECONDS', 300, 1, 3600);
+  const headersTimeoutSeconds = int(env, 'HEADERS_TIMEOUT_SECONDS', Math.min(30, requestTimeoutSeconds), 1, 3600);
+  if (headersTimeoutSeconds > requestTimeoutSeconds) {
+    throw new ConfigError('HEADERS_TIMEOUT_SECONDS', `must not be larger than REQUEST_TIMEOUT_SECONDS (${requestTimeoutSeconds})`);
+  }
   return {
     port,
     host: env.HOST || '127.0.0.1',
@@ -135,5 +146,8 @@ export function loadConfig(env: Env = process.env): Config {
     tlsCertFile,
     tlsKeyFile,
     logLevel,
+    requestTimeoutSeconds,
+    headersTimeoutSeconds,
+    keepAliveTimeoutSeconds: int(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
   };
 }

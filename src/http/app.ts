@@ -1,14 +1,16 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Db } from '../db/database.js';
-import { randomBase62 } from '../domain/ids.js';
 import type { RateLimiter } from '../infra/rateLimit/rateLimiter.js';
 import type { Config } from '../config.js';
 import { authenticatedApi } from './api.js';
 import { errorHandler } from './errorHandler.js';
 import { routeTable } from './methodNotAllowed.js';
 import { openApiCollector } from './openapi.js';
-import { sendProblem } from './problem.js';
+import { newRequestId, sendProblem } from './problem.js';
+import { clientErrorHandler, MAX_URL_BYTES } from './clientErrors.js';
+import { useStrictJson } from './jsonBody.js';
+import { ValidationError } from '../domain/errors.js';
 import { dashboard, notFoundPage } from '../dashboard/plugin.js';
 import { setPageHeaders } from './pageHeaders.js';
 import { docsRoutes } from './routes/docs.js';
@@ -34,6 +36,11 @@ export interface AppDeps {
   https?: { cert: Buffer; key: Buffer } | null;
 }
 
+function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
@@ -48,16 +55,30 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
             },
           },
     ...(deps.https ? { https: deps.https } : {}),
-    genReqId: () => `req_${randomBase62(20)}`,
+    genReqId: newRequestId,
     requestIdHeader: false,
     bodyLimit: config.maxJsonBytes,
     trustProxy: config.trustProxy,
     // Link tokens (uploads, downloads) are path segments of up to 1 KiB; longer ids are not found.
     routerOptions: { maxParamLength: 1024 },
+    // The API takes no HEAD (a GET's answer without its body is of no use to an API client, and
+    // every status the API answers is declared in the OpenAPI document): HEAD is 405 with Allow.
+    exposeHeadRoutes: false,
+    // Time limits chosen, not inherited (Fastify turns Node's request timeout off): a request whose
+    // headers or body stall is answered 408 and its connection closed (see clientErrors.ts).
+    requestTimeout: config.requestTimeoutSeconds * 1000,
+    keepAliveTimeout: config.keepAliveTimeoutSeconds * 1000,
+    // Errors of Node's HTTP parser (malformed framing, oversized headers, timeouts) become problem
+    // documents too.
+    clientErrorHandler: clientErrorHandler(config.docsUrl, () => app.log),
     // Errors Fastify raises before routing (a URL that does not decode, a bad Content-Type header)
     // get the same problem document and Request-Id as every other error.
     frameworkErrors: (error, request, reply) => {
       reply.header('request-id', request.id);
+      if (request.url.length > MAX_URL_BYTES) {
+        void sendProblem(request, reply, config.docsUrl, 414, 'uri_too_long', `The URL is longer than ${MAX_URL_BYTES} bytes.`);
+        return;
+      }
       if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
         // An id longer than any the API makes: simply not found.
         void sendProblem(request, reply, config.docsUrl, 404, 'not_found', 'No record has an id that long.');
@@ -67,6 +88,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       void sendProblem(request, reply, config.docsUrl, 400, 'invalid_request', detail);
     },
   }) as unknown as FastifyInstance;
+  app.server.headersTimeout = config.headersTimeoutSeconds * 1000;
+  // How often Node checks those limits (its default, 30 s, would let a stalled request live 30 s
+  // past its limit); the check is a walk over open connections.
+  (app.server as typeof app.server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1000;
 
   useStrictValidation(app);
   // Unknown query parameters are refused everywhere, not only on lists (a misspelt parameter
@@ -78,17 +103,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const allowedMethods = routeTable(app);
   const openApi = openApiCollector(app, config.publicUrl);
 
-  // JSON is the only body the API reads; an empty body is "no body" (e.g. a PUT that takes none).
-  app.removeAllContentTypeParsers();
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') return done(null, undefined);
-    void parseJson(request, body as string, done);
-  });
+  useStrictJson(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
+    if (request.url.length > MAX_URL_BYTES) {
+      return sendProblem(request, reply, config.docsUrl, 414, 'uri_too_long', `The URL is longer than ${MAX_URL_BYTES} bytes.`);
+    }
     guardUrl(request.url);
+    // A GET has no body (Fastify would ignore it); one sent anyway is refused, as on every other
+    // operation that takes none, rather than silently dropped.
+    if (request.method === 'GET' && hasBody(request.headers)) throw ValidationError.field('body', 'a GET request takes no body');
+    return undefined;
   });
 
   app.setErrorHandler(errorHandler(config.docsUrl));

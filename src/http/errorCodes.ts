@@ -24,6 +24,11 @@ export const ERROR_CODES = {
   invalid_signature: { status: 403, summary: 'The upload or download link was altered or is not for this file.' },
   not_found: { status: 404, summary: 'No such route, or no record with that id in your organisation.' },
   method_not_allowed: { status: 405, summary: 'The path exists but not with this method; the `Allow` header lists the methods it takes.' },
+  request_timeout: {
+    status: 408,
+    summary:
+      "The request (headers and body) did not arrive in full within the server's time limit (`REQUEST_TIMEOUT_SECONDS`, `HEADERS_TIMEOUT_SECONDS`); the connection is closed. Send it again.",
+  },
   idempotency_conflict: {
     status: 409,
     summary: 'A request with the same Idempotency-Key is still being processed. Retry after it completes.',
@@ -48,6 +53,7 @@ export const ERROR_CODES = {
     status: 413,
     summary: 'The body is larger than the server accepts (`MAX_JSON_BYTES` for JSON, `MAX_FILE_BYTES` for files).',
   },
+  uri_too_long: { status: 414, summary: 'The URL is longer than 8 KiB. Filters and ids are short; check how the URL is built.' },
   unsupported_media_type: { status: 415, summary: 'Requests with a body must send `Content-Type: application/json`.' },
   idempotency_key_reused: {
     status: 422,
@@ -60,6 +66,10 @@ export const ERROR_CODES = {
   quota_exceeded: {
     status: 429,
     summary: 'The organisation has used its daily request quota; the `quota` block says when it resets (midnight UTC).',
+  },
+  headers_too_large: {
+    status: 431,
+    summary: 'The request headers together are larger than the server accepts (16 KiB).',
   },
   internal_error: {
     status: 500,

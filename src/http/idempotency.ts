@@ -51,7 +51,7 @@ export function fingerprint(method: string, route: string, params: unknown, body
 /** Whether a response is kept for replay: successes and domain refusals, not edge refusals. */
 export function isStored(status: number): boolean {
   if (status < 300) return true;
-  return status >= 400 && status < 500 && ![400, 401, 403, 408, 413, 415, 429].includes(status);
+  return status >= 400 && status < 500 && ![400, 401, 403, 408, 413, 414, 415, 429, 431].includes(status);
 }
 
 /** A replayed problem document names the replaying request, like its Request-Id header. */
@@ -68,6 +68,11 @@ function replayBody(body: string, headers: Record<string, string>, requestId: st
 export function idempotencyPreHandler(db: Kysely<Database>) {
   return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     if (request.method !== 'POST' || !request.apiKey) return undefined;
+    // Node joins repeated headers into one ("a, b"): count them in the raw headers instead.
+    const raw = request.raw.rawHeaders;
+    let sent = 0;
+    for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 15 && raw[i]!.toLowerCase() === 'idempotency-key') sent++;
+    if (sent > 1) throw new BadRequestError('invalid_idempotency_key', 'Send one Idempotency-Key header, not several.');
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     if (key === null) return undefined;
     const orgId = request.apiKey.orgId;

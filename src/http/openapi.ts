@@ -3,6 +3,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import { ERROR_CODES, type ErrorCode } from './errorCodes.js';
 import { isStored } from './idempotency.js';
 import { componentName, namedSchemas } from './schemas/common.js';
+import { Problem } from './schemas/problem.js';
 
 type Json = Record<string, unknown>;
 
@@ -15,7 +16,7 @@ interface Documented {
   idempotent: boolean;
 }
 
-/** A route as Fastify registered it (HEAD routes, which Fastify adds for every GET, left out). */
+/** A route as Fastify registered it (no HEAD: the app turns off the HEAD routes Fastify would add). */
 export interface ServedRoute {
   method: string;
   url: string;
@@ -145,8 +146,16 @@ function parameters(route: Documented): Json[] {
   return out;
 }
 
+/**
+ * Statuses any operation can answer whatever its own logic: a request Node's parser refuses (400),
+ * one that stalls (408), an over-long URL (414) or headers (431), and a failure of ours (500).
+ */
+const EDGE_STATUSES = [400, 408, 414, 431, 500];
+
 function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
-  const { summary, description, tags, operationId, body, response } = route.schema;
+  const { summary, description, tags, operationId, body } = route.schema;
+  const response: Json = { ...((route.schema.response ?? {}) as Json) };
+  for (const status of EDGE_STATUSES) response[status] ??= Problem;
   const scopeNote = route.scope ? `\n\nRequires the \`${route.scope}\` scope.` : '';
   return {
     operationId,
@@ -159,7 +168,7 @@ function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
     parameters: parameters(route),
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: withRefs(body) } } } } : {}),
     responses: Object.fromEntries(
-      Object.entries((response ?? {}) as Record<string, Json>).map(([status, schema]) => [
+      Object.entries(response as Record<string, Json>).map(([status, schema]) => [
         status,
         responseObject(route, status, schema, usedCodes),
       ]),
@@ -198,7 +207,12 @@ function referenced(kind: string, entries: Json, paths: string): Json {
 function components(publicUrl: string, usedCodes: Set<ErrorCode>, paths: Json): Json {
   const pathsText = JSON.stringify(paths);
   return {
-    schemas: Object.fromEntries(namedSchemas().map(([name, schema]) => [name, withRefs(schema, schema)])),
+    // By name: the order schemas register in depends on module load order, which differs by entry point.
+    schemas: Object.fromEntries(
+      namedSchemas()
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([name, schema]) => [name, withRefs(schema, schema)]),
+    ),
     securitySchemes: {
       apiKey: {
         type: 'http',
@@ -252,7 +266,7 @@ function components(publicUrl: string, usedCodes: Set<ErrorCode>, paths: Json): 
         },
         RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 }, example: 1 },
         WWWAuthenticate: { description: 'A bearer challenge.', schema: { type: 'string' }, example: 'Bearer realm="orgdata"' },
-        Allow: { description: 'The methods the path takes.', schema: { type: 'string' }, example: 'GET, HEAD, PATCH, DELETE' },
+        Allow: { description: 'The methods the path takes.', schema: { type: 'string' }, example: 'GET, PATCH, DELETE' },
         Location: {
           description: 'Path of the created record.',
           schema: { type: 'string' },

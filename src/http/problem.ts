@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FieldError } from '../domain/errors.js';
+import { randomBase62 } from '../domain/ids.js';
 
 export interface ProblemBody {
   type: string;
@@ -13,7 +14,34 @@ export interface ProblemBody {
   [extra: string]: unknown;
 }
 
-/** Builds and sends an RFC 9457 problem document: the only place error bodies are made. */
+/** The id of a request, in its Request-Id header and its problem documents. */
+export function newRequestId(): string {
+  return `req_${randomBase62(20)}`;
+}
+
+/** An RFC 9457 problem document: the only place error bodies are made. */
+export function problemBody(
+  docsUrl: string,
+  status: number,
+  code: string,
+  detail: string,
+  requestId: string,
+  extra: Record<string, unknown> = {},
+): ProblemBody {
+  return {
+    type: `${docsUrl}/api/errors#${code}`,
+    title: STATUS_CODES[status] ?? 'Error',
+    status,
+    code,
+    detail,
+    request_id: requestId,
+    ...extra,
+  };
+}
+
+export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
+
+/** Sends a problem document as the reply to a request Fastify has read. */
 export function sendProblem(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -23,14 +51,8 @@ export function sendProblem(
   detail: string,
   extra: Record<string, unknown> = {},
 ): FastifyReply {
-  const body: ProblemBody = {
-    type: `${docsUrl}/api/errors#${code}`,
-    title: STATUS_CODES[status] ?? 'Error',
-    status,
-    code,
-    detail,
-    request_id: request.id,
-    ...extra,
-  };
-  return reply.code(status).type('application/problem+json; charset=utf-8').send(body);
+  return reply
+    .code(status)
+    .type(PROBLEM_TYPE)
+    .send(problemBody(docsUrl, status, code, detail, request.id, extra));
 }

@@ -1,10 +1,11 @@
-import { Ajv, type Options } from 'ajv';
+import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { isEmail } from '../domain/validation.js';
 
 function makeAjv(options: Options): Ajv {
-  const ajv = new Ajv({ allErrors: true, removeAdditional: false, strict: true, ...options });
+  // strictNumbers: NaN and ±Infinity (JSON's 1e309, a query's `Infinity`) are not numbers here.
+  const ajv = new Ajv({ allErrors: true, removeAdditional: false, strict: true, strictNumbers: true, ...options });
   addFormats.default(ajv, ['date-time', 'uri']);
   // The same email rule as the domain, so the schema and the domain can never disagree.
   ajv.addFormat('email', isEmail);
@@ -19,5 +20,40 @@ function makeAjv(options: Options): Ajv {
 export function useStrictValidation(app: FastifyInstance): void {
   const bodies = makeAjv({ coerceTypes: false, useDefaults: false });
   const text = makeAjv({ coerceTypes: true, useDefaults: true });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodies : text).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? bodies.compile(schema) : decimalIntegers(schema, text.compile(schema)),
+  );
+}
+
+// Ajv's coercion reads a query's text as JavaScript does: `0x10` is 16, `1e2` is 100, ` 5` is 5,
+// `Infinity` is a number. A query integer is plain decimal digits; anything else is refused.
+const DECIMAL = /^-?[0-9]{1,15}$/;
+
+type Validator = ((data: unknown) => boolean) & { errors?: ValidateFunction['errors'] };
+
+function decimalIntegers(schema: unknown, validate: ValidateFunction): Validator {
+  const properties = ((schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}) as Record<
+    string,
+    { type?: unknown }
+  >;
+  const integers = Object.keys(properties).filter((name) => properties[name]?.type === 'integer');
+  if (integers.length === 0) return validate;
+  const checked: Validator = (data) => {
+    const values = data as Record<string, unknown>;
+    const bad = integers.filter((name) => typeof values?.[name] === 'string' && !DECIMAL.test(values[name] as string));
+    if (bad.length > 0) {
+      checked.errors = bad.map((name) => ({
+        instancePath: `/${name}`,
+        schemaPath: `#/properties/${name}/type`,
+        keyword: 'type',
+        params: { type: 'integer' },
+        message: 'must be integer',
+      }));
+      return false;
+    }
+    const ok = validate(data);
+    checked.errors = validate.errors;
+    return ok;
+  };
+  return checked;
 }

@@ -236,12 +236,14 @@ export async function recordKeyUse(db: Kysely<Database>, key: AuthenticatedKey, 
 }
 
 /** Approximate origin: the client network (/24 or /48) and the User-Agent's product name. */
-export function describeOrigin(ip: string, userAgent: string | undefined): string {
+/** `ip` is undefined when the client's socket closed before the request was read in full. */
+export function describeOrigin(ip: string | undefined, userAgent: string | undefined): string {
   const product = (userAgent ?? '').trim().split(/[\s/]/)[0]?.slice(0, 40) || 'unknown client';
   return `${truncateIp(ip)} · ${product}`;
 }
 
-function truncateIp(ip: string): string {
+function truncateIp(ip: string | undefined): string {
+  if (!ip) return 'unknown network';
   const v4 = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
   if (/^\d+\.\d+\.\d+\.\d+$/.test(v4)) return `${v4.split('.').slice(0, 3).join('.')}.0/24`;
   if (ip.includes(':')) {

@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import { ValidationError } from '../domain/errors.js';
+
+// fatal: a byte sequence that is not UTF-8 (a stray 0xff, an overlong or truncated sequence, an
+// encoded surrogate, Latin-1 text) is an error, never silently stored as U+FFFD.
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The first object key that appears twice in one object of a JSON text, or null. JSON.parse lets
+ * the last one win silently; `{"first_name":1,"first_name":"F"}` is ambiguous and is refused.
+ * No JSON parser on npm that fits Fastify reports duplicates, so this scans the text that
+ * JSON.parse already accepted (it is well-formed), tracking the keys of each open object.
+ */
+export function duplicateKey(text: string): string | null {
+  const open: (Set<string> | null)[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      let end = i + 1;
+      let escaped = false;
+      for (;;) {
+        const d = text.charCodeAt(end);
+        if (d === 0x5c) {
+          escaped = true;
+          end += 2;
+        } else if (d === 0x22 || Number.isNaN(d)) {
+          break;
+        } else {
+          end++;
+        }
+      }
+      const keys = open[open.length - 1];
+      if (expectKey && keys) {
+        const raw = text.slice(i, end + 1);
+        const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        if (keys.has(key)) return key;
+        keys.add(key);
+        expectKey = false;
+      }
+      i = end;
+    } else if (c === 0x7b) {
+      open.push(new Set());
+      expectKey = true;
+    } else if (c === 0x5b) {
+      open.push(null);
+    } else if (c === 0x7d || c === 0x5d) {
+      open.pop();
+      expectKey = false;
+    } else if (c === 0x2c) {
+      expectKey = Boolean(open[open.length - 1]);
+    }
+  }
+  return null;
+}
+
+/**
+ * JSON is the only body the API reads: strict UTF-8, no duplicate keys, no `__proto__` or
+ * `constructor.prototype` keys (Fastify's parser refuses them). An empty body is "no body".
+ */
+export function useStrictJson(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (bytes.length === 0) return done(null, undefined);
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      return done(new ValidationError([{ field: 'body', message: 'is not valid UTF-8' }], 'The body is not valid UTF-8.'));
+    }
+    void parseJson(request, text, (error, value) => {
+      if (error) return done(error);
+      const duplicate = duplicateKey(text);
+      if (duplicate !== null) {
+        const message = 'appears more than once in the same object';
+        return done(new ValidationError([{ field: duplicate, message }], `The body is ambiguous: "${duplicate}" ${message}.`));
+      }
+      done(null, value);
+    });
+  });
+}
