@@ -342,7 +342,8 @@ export function openApiCollector(app: FastifyInstance, publicUrl: string): () =>
         description:
           "An organisation's contacts, labels, groups and files. Authenticate with `Authorization: Bearer od_live_…`. " +
           'Lists are cursor-paginated (`limit` 1–100, `cursor` from `next_cursor`). Unknown query parameters and body fields are refused (400). ' +
-          'Every POST accepts an Idempotency-Key. Errors are RFC 9457 problem documents; every `code` is described at /docs/api/errors.',
+          'Bodies are JSON in valid UTF-8 with no key repeated in one object; query integers are plain decimal digits; a GET carries no body; HEAD is not served (405). ' +
+          'Every POST accepts an Idempotency-Key (one header). Errors are RFC 9457 problem documents, also for requests the HTTP parser refuses (400, 408, 414, 431); every `code` is described at /docs/api/errors.',
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
       servers: [{ url: `${publicUrl}${API_PREFIX}`, description: 'This server (its PUBLIC_URL).' }],
