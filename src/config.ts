@@ -29,6 +29,8 @@ export interface Config {
   headersTimeoutSeconds: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutSeconds: number;
+  /** A crashed request's Idempotency-Key claim lapses after this; a retry may then run it. */
+  idempotencyLockSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -149,5 +151,6 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutSeconds,
     headersTimeoutSeconds,
     keepAliveTimeoutSeconds: int(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
+    idempotencyLockSeconds: int(env, 'IDEMPOTENCY_LOCK_SECONDS', 60, 1, 3600),
   };
 }

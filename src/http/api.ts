@@ -5,7 +5,7 @@ import type { FileDeps } from '../domain/files/files.js';
 import { ValidationError } from '../domain/errors.js';
 import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
 import { authenticate } from './authenticate.js';
-import { idempotencyOnSend, idempotencyPreHandler } from './idempotency.js';
+import { idempotencyOnSend, idempotencyPreHandler, inClaimTransaction } from './idempotency.js';
 import { contactRoutes } from './routes/contacts.js';
 import { fileRoutes } from './routes/files.js';
 import { groupRoutes } from './routes/groups.js';
@@ -17,6 +17,8 @@ export interface ApiDeps {
   secret: string;
   rateLimiter: RateLimiter;
   limits: RateLimitSettings;
+  /** How long an Idempotency-Key claim protects an in-flight request before a retry may take it over. */
+  idempotencyLockMs: number;
 }
 
 /** Everything under /api/v1 that needs a key: the edge (auth, limits, idempotency), then routes. */
@@ -28,6 +30,7 @@ export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options
     secret: options.secret,
     rateLimiter: options.rateLimiter,
     limits: options.limits,
+    idempotencyLockMs: options.idempotencyLockMs,
   };
   app.addHook('onRequest', authenticate(deps));
   // An operation without a body schema takes no body: one sent anyway is refused, not ignored
@@ -38,7 +41,11 @@ export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options
     if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0) return;
     throw ValidationError.field('body', 'this operation takes no body');
   });
-  app.addHook('preHandler', idempotencyPreHandler(deps.db));
+  app.addHook('preHandler', idempotencyPreHandler(deps.db, options.idempotencyLockMs));
+  // Every POST's write commits with its stored response (a keyed one; others run as they are).
+  app.addHook('onRoute', (route) => {
+    if (route.method === 'POST') route.handler = inClaimTransaction(deps.db, route.handler);
+  });
   app.addHook('onSend', idempotencyOnSend(deps.db));
   await app.register(contactRoutes, deps);
   await app.register(labelRoutes, deps);

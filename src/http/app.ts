@@ -173,6 +173,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     secret: config.secretKey,
     rateLimiter: deps.rateLimiter,
     limits: { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota },
+    idempotencyLockMs: config.idempotencyLockSeconds * 1000,
   });
   return app;
 }

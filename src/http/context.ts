@@ -9,7 +9,8 @@ export function ctxOf(request: FastifyRequest, db: Kysely<Database>): Ctx {
   const key = request.apiKey;
   if (!key) throw new UnauthorizedError('Authentication is required.');
   return {
-    db,
+    // Inside a keyed POST, the transaction that also stores its replay.
+    db: request.trx ?? db,
     orgId: key.orgId,
     actor: { kind: 'api_key', keyId: key.id, scopes: key.scopes },
     requestId: request.id,

@@ -1,14 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../domain/errors.js';
-import { claim, complete, release } from '../infra/idempotency/store.js';
+import { claim, complete, release, type Claim } from '../infra/idempotency/store.js';
 
-export interface IdempotencyClaim {
-  orgId: string;
-  key: string;
-}
+export type IdempotencyClaim = Claim;
 
 // Printable ASCII (HTTP header values are bytes; anything else arrives mangled).
 const PRINTABLE = /^[\x20-\x7e]+$/;
@@ -64,8 +61,18 @@ function replayBody(body: string, headers: Record<string, string>, requestId: st
   }
 }
 
+/** The headers of a response that its replay repeats. */
+function replayedHeaders(reply: FastifyReply): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of REPLAYED_HEADERS) {
+    const value = reply.getHeader(name);
+    if (value !== undefined) headers[name] = String(value);
+  }
+  return headers;
+}
+
 /** preHandler of every POST: runs after authentication and validation, before the handler. */
-export function idempotencyPreHandler(db: Kysely<Database>) {
+export function idempotencyPreHandler(db: Kysely<Database>, lockMs: number) {
   return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     if (request.method !== 'POST' || !request.apiKey) return undefined;
     // Node joins repeated headers into one ("a, b"): count them in the raw headers instead.
@@ -77,10 +84,10 @@ export function idempotencyPreHandler(db: Kysely<Database>) {
     if (key === null) return undefined;
     const orgId = request.apiKey.orgId;
     const print = fingerprint(request.method, request.routeOptions.url ?? '', request.params, request.body);
-    const result = await claim(db, orgId, key, print, new Date());
+    const result = await claim(db, orgId, key, print, new Date(), lockMs);
     switch (result.outcome) {
       case 'claimed':
-        request.idempotency = { orgId, key };
+        request.idempotency = { orgId, key, lockedUntil: result.lockedUntil };
         return undefined;
       case 'in_progress':
         throw new ConflictError(
@@ -101,27 +108,62 @@ export function idempotencyPreHandler(db: Kysely<Database>) {
   };
 }
 
-/** onSend: keeps the response of the request that claimed the key, or frees the key. */
+/**
+ * Wraps the handler of a keyed POST so that its write and its stored response commit in one
+ * transaction: a crash at any instant leaves either neither (the claim lapses and a retry runs the
+ * request) or both (a retry replays). The handler runs with `request.trx` (ctxOf hands it to the
+ * domain, whose functions join it) and returns its result instead of sending it; the result is
+ * serialized here with the route's schema, stored, committed, and only then sent.
+ */
+export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMethod): RouteHandlerMethod {
+  return async function idempotentHandler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+    const claimed = request.idempotency;
+    if (!claimed) return handler.call(this, request, reply);
+    try {
+      const body = await db.transaction().execute(async (trx) => {
+        request.trx = trx;
+        const result: unknown = await handler.call(this, request, reply);
+        if (result === reply || reply.sent) throw new Error(`${request.routeOptions.url}: a keyed POST handler must return its result`);
+        reply.type('application/json; charset=utf-8');
+        const payload = reply.serialize(result) as string;
+        if (!(await complete(trx, claimed, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload }))) {
+          throw new ConflictError(
+            'idempotency_conflict',
+            'This request took so long that its Idempotency-Key was taken over by a retry; nothing was written by it.',
+          );
+        }
+        return payload;
+      });
+      // Stored with the write: nothing left for onSend to do.
+      request.idempotency = undefined;
+      return body;
+    } catch (error) {
+      reply.removeHeader('location');
+      throw error;
+    } finally {
+      request.trx = undefined;
+    }
+  };
+}
+
+/**
+ * onSend: keeps the response of a claimed request that did not store it with a write (domain
+ * refusals such as contact_exists, whose transaction rolled back), or frees the key.
+ */
 export function idempotencyOnSend(db: Kysely<Database>) {
   return async function onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
     const claimed = request.idempotency;
     if (!claimed) return payload;
     request.idempotency = undefined;
     if (isStored(reply.statusCode) && typeof payload === 'string') {
-      const headers: Record<string, string> = {};
-      for (const name of REPLAYED_HEADERS) {
-        const value = reply.getHeader(name);
-        if (value !== undefined) headers[name] = String(value);
-      }
       try {
-        await complete(db, claimed.orgId, claimed.key, { status: reply.statusCode, headers, body: payload });
+        await complete(db, claimed, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload });
       } catch (error) {
-        // The work is done but its replay is not stored: the claim lapses after LOCK_MS and a
-        // retry would run again. Rare (the database failed between two statements), so loud.
+        // Nothing was written; a retry after the claim lapses runs the request again. Logged loudly.
         request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not store the idempotent response');
       }
     } else {
-      await release(db, claimed.orgId, claimed.key).catch((error: unknown) =>
+      await release(db, claimed).catch((error: unknown) =>
         request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not release the idempotency key'),
       );
     }

@@ -1,5 +1,7 @@
 import type { AuthenticatedKey } from '../domain/apiKeys/apiKeys.js';
 import type { Scope } from '../domain/scopes.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
 import type { IdempotencyClaim } from './idempotency.js';
 
 declare module 'fastify' {
@@ -8,6 +10,8 @@ declare module 'fastify' {
     apiKey?: AuthenticatedKey;
     /** Set when a POST carried an Idempotency-Key and this request is the one doing the work. */
     idempotency?: IdempotencyClaim;
+    /** The transaction a keyed POST's write runs in, with its stored response (see idempotency.ts). */
+    trx?: Kysely<Database>;
   }
   interface FastifyContextConfig {
     /** The scope an API route needs; checked at the edge (before validation) and again in the domain. */

@@ -1,3 +1,4 @@
+import { inTransaction } from '../../db/transaction.js';
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
@@ -57,16 +58,21 @@ async function checkLabelIds(db: Kysely<Database>, orgId: string, labelIds: stri
   return unique;
 }
 
-async function contactExists(db: Kysely<Database>, orgId: string, email: string): Promise<never> {
+function duplicateEmail(email: string, existingId: string | null): ConflictError {
+  return new ConflictError('contact_exists', `A contact with the email ${email} already exists in this organisation.`, {
+    existing_id: existingId,
+  });
+}
+
+/** Throws contact_exists naming the contact with this email (with onlyIfFound: only when there is one). */
+async function contactExists(db: Kysely<Database>, orgId: string, email: string, options: { onlyIfFound?: boolean } = {}): Promise<void> {
   const existing = await db
     .selectFrom('contacts')
     .select('id')
     .where('org_id', '=', orgId)
     .where('email_lower', '=', email.toLowerCase())
     .executeTakeFirst();
-  throw new ConflictError('contact_exists', `A contact with the email ${email} already exists in this organisation.`, {
-    existing_id: existing?.id ?? null,
-  });
+  if (existing || !options.onlyIfFound) throw duplicateEmail(email, existing?.id ?? null);
 }
 
 async function replaceLabels(db: Kysely<Database>, orgId: string, contactId: string, labelIds: string[], at: string) {
@@ -133,11 +139,17 @@ export async function insertContacts(
 export async function createContact(ctx: Ctx, input: ContactInput, sourceType: SourceType = 'manual'): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
   checkFields(input);
+  // In a caller's transaction (a keyed API POST) a failed insert would abort it on PostgreSQL,
+  // leaving no way to name the existing contact: look first. The unique index still decides races.
+  if (ctx.db.isTransaction) await contactExists(ctx.db, ctx.orgId, input.email, { onlyIfFound: true });
   let ids: string[];
   try {
-    ids = await ctx.db.transaction().execute((trx) => insertContacts(trx, ctx, [input], sourceType));
+    ids = await inTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
   } catch (error) {
-    if (isUniqueViolation(error)) return contactExists(ctx.db, ctx.orgId, input.email);
+    if (isUniqueViolation(error)) {
+      if (ctx.db.isTransaction) throw duplicateEmail(input.email, null);
+      await contactExists(ctx.db, ctx.orgId, input.email);
+    }
     throw error;
   }
   return getContact(ctx, ids[0]!);
@@ -170,7 +182,7 @@ export async function updateContact(ctx: Ctx, id: string, patch: ContactPatch): 
     updated_at: at,
   };
   try {
-    await ctx.db.transaction().execute(async (trx) => {
+    await inTransaction(ctx.db, async (trx) => {
       const result = await trx.updateTable('contacts').set(set).where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
       if (Number(result.numUpdatedRows) === 0) throw new NotFoundError(`No contact ${id}.`);
       if (labelIds !== undefined) {
@@ -178,7 +190,7 @@ export async function updateContact(ctx: Ctx, id: string, patch: ContactPatch): 
       }
     });
   } catch (error) {
-    if (isUniqueViolation(error) && patch.email !== undefined) return contactExists(ctx.db, ctx.orgId, patch.email);
+    if (isUniqueViolation(error) && patch.email !== undefined) await contactExists(ctx.db, ctx.orgId, patch.email);
     throw error;
   }
   return getContact(ctx, id);
@@ -206,7 +218,7 @@ async function requireContact(db: Kysely<Database>, orgId: string, contactId: st
 export async function attachLabel(ctx: Ctx, contactId: string, labelId: string): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
   const at = nowIso(ctx.now);
-  await ctx.db.transaction().execute(async (trx) => {
+  await inTransaction(ctx.db, async (trx) => {
     await requireContact(trx, ctx.orgId, contactId);
     await requireLabel(trx, ctx.orgId, labelId);
     const inserted = await trx
@@ -225,7 +237,7 @@ export async function attachLabel(ctx: Ctx, contactId: string, labelId: string):
 export async function detachLabel(ctx: Ctx, contactId: string, labelId: string): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
   const at = nowIso(ctx.now);
-  await ctx.db.transaction().execute(async (trx) => {
+  await inTransaction(ctx.db, async (trx) => {
     await requireContact(trx, ctx.orgId, contactId);
     await requireLabel(trx, ctx.orgId, labelId);
     const removed = await trx

@@ -1,3 +1,4 @@
+import { inTransaction } from '../../db/transaction.js';
 import { isForeignKeyViolation } from '../../db/database.js';
 import type { Ctx } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
@@ -63,7 +64,7 @@ export async function addMembers(ctx: Ctx, groupId: string, contactIds: string[]
 }
 
 async function insertMembers(ctx: Ctx, groupId: string, unique: string[], at: string): Promise<void> {
-  await ctx.db.transaction().execute(async (trx) => {
+  await inTransaction(ctx.db, async (trx) => {
     await requireGroup(trx, ctx.orgId, groupId);
     const found = await trx.selectFrom('contacts').select('id').where('org_id', '=', ctx.orgId).where('id', 'in', unique).execute();
     const known = new Set(found.map((r) => r.id));

@@ -27,16 +27,21 @@ function checkName(name: string): string {
   return name.trim();
 }
 
-async function labelExists(db: Kysely<Database>, orgId: string, name: string): Promise<never> {
+function duplicateName(name: string, existingId: string | null): ConflictError {
+  return new ConflictError('label_exists', `A label named "${name}" already exists in this organisation.`, {
+    existing_id: existingId,
+  });
+}
+
+/** Throws label_exists naming the label with this name (with onlyIfFound: only when there is one). */
+async function labelExists(db: Kysely<Database>, orgId: string, name: string, options: { onlyIfFound?: boolean } = {}): Promise<void> {
   const existing = await db
     .selectFrom('labels')
     .select('id')
     .where('org_id', '=', orgId)
     .where('name_lower', '=', name.toLowerCase())
     .executeTakeFirst();
-  throw new ConflictError('label_exists', `A label named "${name}" already exists in this organisation.`, {
-    existing_id: existing?.id ?? null,
-  });
+  if (existing || !options.onlyIfFound) throw duplicateName(name, existing?.id ?? null);
 }
 
 export async function createLabel(ctx: Ctx, input: { name: string }): Promise<LabelView> {
@@ -44,10 +49,15 @@ export async function createLabel(ctx: Ctx, input: { name: string }): Promise<La
   const name = checkName(input.name);
   const at = nowIso(ctx.now);
   const row = { id: newId('lbl'), org_id: ctx.orgId, name, name_lower: name.toLowerCase(), created_at: at, updated_at: at };
+  // In a caller's transaction (a keyed API POST) a failed insert would abort it on PostgreSQL: look first.
+  if (ctx.db.isTransaction) await labelExists(ctx.db, ctx.orgId, name, { onlyIfFound: true });
   try {
     await ctx.db.insertInto('labels').values(row).execute();
   } catch (error) {
-    if (isUniqueViolation(error)) return labelExists(ctx.db, ctx.orgId, name);
+    if (isUniqueViolation(error)) {
+      if (ctx.db.isTransaction) throw duplicateName(name, null);
+      await labelExists(ctx.db, ctx.orgId, name);
+    }
     throw error;
   }
   return toLabelView(row);
@@ -91,7 +101,7 @@ export async function updateLabel(ctx: Ctx, id: string, input: { name?: string }
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) throw new NotFoundError(`No label ${id}.`);
   } catch (error) {
-    if (isUniqueViolation(error)) return labelExists(ctx.db, ctx.orgId, name);
+    if (isUniqueViolation(error)) await labelExists(ctx.db, ctx.orgId, name);
     throw error;
   }
   return getLabel(ctx, id);

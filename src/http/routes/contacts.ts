@@ -51,7 +51,8 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
     },
     handler: async (request, reply) => {
       const contact = await createContact(ctxOf(request, db), request.body);
-      return reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`).send(contact);
+      reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`);
+      return contact;
     },
   });
 

@@ -34,7 +34,8 @@ export const fileRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, 
     },
     handler: async (request, reply) => {
       const reservation = await reserveFile(ctxOf(request, db), files, request.body);
-      return reply.code(201).header('location', `${request.routeOptions.url}/${reservation.id}`).send(reservation);
+      reply.code(201).header('location', `${request.routeOptions.url}/${reservation.id}`);
+      return reservation;
     },
   });
 

@@ -48,7 +48,8 @@ export const groupRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db,
     },
     handler: async (request, reply) => {
       const group = await createGroup(ctxOf(request, db), request.body);
-      return reply.code(201).header('location', `${request.routeOptions.url}/${group.id}`).send(group);
+      reply.code(201).header('location', `${request.routeOptions.url}/${group.id}`);
+      return group;
     },
   });
 

@@ -36,7 +36,8 @@ export const labelRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db,
     },
     handler: async (request, reply) => {
       const label = await createLabel(ctxOf(request, db), request.body);
-      return reply.code(201).header('location', `${request.routeOptions.url}/${label.id}`).send(label);
+      reply.code(201).header('location', `${request.routeOptions.url}/${label.id}`);
+      return label;
     },
   });
 

@@ -3,8 +3,15 @@ import { isUniqueViolation } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 
 export const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
-/** How long a claim protects an in-flight request; a crashed server's claim lapses after this. */
+/** How long a claim protects an in-flight request by default; a crashed server's claim lapses after this. */
 export const LOCK_MS = 60 * 1000;
+
+/** A key this request holds: `lockedUntil` tells its claim from a later takeover of the same key. */
+export interface Claim {
+  orgId: string;
+  key: string;
+  lockedUntil: string;
+}
 
 export interface StoredResponse {
   status: number;
@@ -24,9 +31,16 @@ export type ClaimResult =
  * PostgreSQL alike. A claim carries `locked_until`; a claim left by a crashed request lapses then
  * and the next retry takes it over, so no key stays locked forever.
  */
-export async function claim(db: Kysely<Database>, orgId: string, key: string, fingerprint: string, now: Date): Promise<ClaimResult> {
+export async function claim(
+  db: Kysely<Database>,
+  orgId: string,
+  key: string,
+  fingerprint: string,
+  now: Date,
+  lockMs = LOCK_MS,
+): Promise<ClaimResult> {
   const at = now.toISOString();
-  const lockedUntil = new Date(now.getTime() + LOCK_MS).toISOString();
+  const lockedUntil = new Date(now.getTime() + lockMs).toISOString();
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       await db
@@ -86,9 +100,14 @@ export async function claim(db: Kysely<Database>, orgId: string, key: string, fi
   return { outcome: 'in_progress' };
 }
 
-/** Stores the response of a claimed request for replay. */
-export async function complete(db: Kysely<Database>, orgId: string, key: string, response: StoredResponse): Promise<void> {
-  await db
+/**
+ * Stores the response of a claimed request for replay. The API calls it with the transaction that
+ * made the request's write, so the record and its replay commit together or not at all. Returns
+ * false when the claim is no longer this request's (it lapsed and a retry took the key over):
+ * the caller must then roll its write back.
+ */
+export async function complete(db: Kysely<Database>, held: Claim, response: StoredResponse): Promise<boolean> {
+  const result = await db
     .updateTable('idempotency_keys')
     .set({
       state: 'done',
@@ -96,15 +115,23 @@ export async function complete(db: Kysely<Database>, orgId: string, key: string,
       response_headers: JSON.stringify(response.headers),
       response_body: response.body,
     })
-    .where('org_id', '=', orgId)
-    .where('key', '=', key)
+    .where('org_id', '=', held.orgId)
+    .where('key', '=', held.key)
     .where('state', '=', 'in_progress')
-    .execute();
+    .where('locked_until', '=', held.lockedUntil)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
 }
 
 /** Frees a claimed key whose response is not kept (validation failures, 5xx): a retry runs anew. */
-export async function release(db: Kysely<Database>, orgId: string, key: string): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('org_id', '=', orgId).where('key', '=', key).where('state', '=', 'in_progress').execute();
+export async function release(db: Kysely<Database>, held: Claim): Promise<void> {
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('org_id', '=', held.orgId)
+    .where('key', '=', held.key)
+    .where('state', '=', 'in_progress')
+    .where('locked_until', '=', held.lockedUntil)
+    .execute();
 }
 
 /** Deletes keys past their 24-hour window; run periodically by the server. */
