@@ -1,0 +1,132 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { randomBase62 } from '../../src/domain/ids.js';
+import { SECRET } from './harness.js';
+
+const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
+const run = promisify(execFile);
+
+/** A port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Environment for a real server process: its own DATA_DIR, port, and (on PostgreSQL) database. */
+export interface ServerEnv {
+  env: Record<string, string>;
+  url: string;
+  /** Drops the PostgreSQL database made for it (after every process using it has stopped). */
+  dispose(): Promise<void>;
+}
+
+export async function serverEnv(dialect: 'sqlite' | 'postgres', extra: Record<string, string> = {}): Promise<ServerEnv> {
+  const port = await freePort();
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'orgdata-proc-')),
+    SECRET_KEY: SECRET,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_BURST: '1000000',
+    RATE_LIMIT_PER_SECOND: '1000000',
+    DAILY_QUOTA: '100000000',
+    ...extra,
+  };
+  let dispose = async () => {};
+  if (dialect === 'postgres') {
+    const base = process.env.TEST_DATABASE_URL!;
+    const name = `orgdata_${randomBase62(10).toLowerCase()}`;
+    const admin = new pg.Client({ connectionString: base });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const url = new URL(base);
+    url.pathname = `/${name}`;
+    env.DATABASE_URL = url.toString();
+    dispose = async () => {
+      const client = new pg.Client({ connectionString: base });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    };
+  }
+  return { env, url: `http://127.0.0.1:${port}`, dispose };
+}
+
+/** Runs an operator CLI command with `--json` and returns its parsed output. */
+export async function cli<T = Record<string, unknown>>(env: Record<string, string>, args: string[]): Promise<T> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, ...args, '--json'], { env });
+  return JSON.parse(stdout) as T;
+}
+
+/** An organisation and an API key with every scope, made through the operator CLI. */
+export async function orgWithKey(env: Record<string, string>): Promise<{ orgId: string; key: string }> {
+  const email = `admin-${randomBase62(8).toLowerCase()}@example.com`;
+  const created = await cli<{ org: { id: string } }>(env, [
+    'org',
+    'create',
+    '--name',
+    'Process org',
+    '--admin-email',
+    email,
+    '--admin-password',
+    'correct horse battery',
+  ]);
+  const key = await cli<{ key: string }>(env, [
+    'keys',
+    'create',
+    '--org',
+    created.org.id,
+    '--admin-email',
+    email,
+    '--name',
+    'process key',
+    '--scopes',
+    'contacts:write,groups:write,files:write',
+  ]);
+  return { orgId: created.org.id, key: key.key };
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Resolves with the exit code (null when killed by a signal) once the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** What the process wrote to stderr and stdout, for failure messages. */
+  output(): string;
+}
+
+/** Starts `orgdata serve` as a child process and waits until /healthz answers. */
+export async function startServerProcess(env: ServerEnv): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  let done = false;
+  void exited.then(() => (done = true));
+  for (let attempt = 0; attempt < 300; attempt++) {
+    if (done) throw new Error(`the server exited during start:\n${output}`);
+    try {
+      const res = await fetch(`${env.url}/healthz`);
+      if (res.ok) return { child, exited, output: () => output };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`the server did not start within 30 s:\n${output}`);
+}
