@@ -31,6 +31,32 @@ export interface Config {
   keepAliveTimeoutSeconds: number;
   /** A crashed request's Idempotency-Key claim lapses after this; a retry may then run it. */
   idempotencyLockSeconds: number;
+  /** Events (and their webhook deliveries) older than this are purged. */
+  eventRetentionDays: number;
+  /** Webhooks: http:// and private, loopback and link-local addresses allowed (development, tests). */
+  webhookAllowPrivateUrls: boolean;
+  /** A webhook attempt without a 2xx answer within this many seconds has failed. */
+  webhookTimeoutSeconds: number;
+  /** Seconds to wait after each failed attempt of a delivery (±10 % jitter); after the last, it has failed. */
+  webhookRetrySchedule: number[];
+  /** An endpoint is disabled after this many consecutive failed deliveries. */
+  webhookDisableAfterFailures: number;
+  /** Where file bytes live: `local` (DATA_DIR/files) or `s3` (an S3-compatible bucket). */
+  blobStore: 'local' | 's3';
+  /** The bucket's settings; null unless BLOB_STORE=s3. */
+  s3: S3Settings | null;
+}
+
+export interface S3Settings {
+  bucket: string;
+  region: string;
+  /** An S3-compatible service's URL; null for AWS itself. */
+  endpoint: string | null;
+  forcePathStyle: boolean;
+  /** Null: the SDK's default credential chain (environment, profile, instance role...). */
+  credentials: { accessKeyId: string; secretAccessKey: string } | null;
+  /** Download links point at the bucket (presigned) instead of orgdata's /downloads. */
+  presignedDownloads: boolean;
 }
 
 export class ConfigError extends Error {
@@ -94,6 +120,66 @@ function trustProxy(env: Env): boolean | string {
   return raw;
 }
 
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+/** The default retry schedule of webhook deliveries: about a day in all. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [5, 60, 300, 1800, 7200, 18_000, 36_000, 36_000];
+
+function retrySchedule(env: Env): number[] {
+  const raw = env.WEBHOOK_RETRY_SCHEDULE;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_WEBHOOK_RETRY_SCHEDULE;
+  const delays = raw.split(',').map((part) => part.trim());
+  if (delays.length > 50 || delays.some((d) => !/^\d+(\.\d+)?$/.test(d) || Number(d) > 7 * 86_400)) {
+    throw new ConfigError(
+      'WEBHOOK_RETRY_SCHEDULE',
+      `must be a comma-separated list of up to 50 delays in seconds (each at most 604800), got "${raw}"`,
+    );
+  }
+  return delays.map(Number);
+}
+
+/** A presigned S3 URL lives at most 7 days (SigV4); CopyObject copies at most 5 GiB in one request. */
+const S3_MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+const S3_MAX_FILE_BYTES = 5 * 1024 ** 3;
+
+function s3Settings(env: Env, maxFileBytes: number, downloadUrlTtlSeconds: number): S3Settings {
+  const bucket = env.S3_BUCKET ?? '';
+  if (bucket === '') throw new ConfigError('S3_BUCKET', 'is required when BLOB_STORE=s3');
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new ConfigError('S3_BUCKET', `is not a valid bucket name: "${bucket}"`);
+  const region = env.S3_REGION || 'us-east-1';
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError('S3_REGION', `is not a region name such as eu-west-1: "${region}"`);
+  const accessKeyId = env.S3_ACCESS_KEY_ID ?? '';
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY ?? '';
+  if ((accessKeyId === '') !== (secretAccessKey === '')) {
+    throw new ConfigError(accessKeyId ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID', 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together');
+  }
+  const presignedDownloads = bool(env, 'S3_PRESIGNED_DOWNLOADS', false);
+  if (presignedDownloads && downloadUrlTtlSeconds > S3_MAX_PRESIGN_SECONDS) {
+    throw new ConfigError('DOWNLOAD_URL_TTL_SECONDS', `must be at most ${S3_MAX_PRESIGN_SECONDS} with S3_PRESIGNED_DOWNLOADS=true`);
+  }
+  if (maxFileBytes > S3_MAX_FILE_BYTES) throw new ConfigError('MAX_FILE_BYTES', `must be at most ${S3_MAX_FILE_BYTES} with BLOB_STORE=s3`);
+  return {
+    bucket,
+    region,
+    endpoint: env.S3_ENDPOINT ? url(env, 'S3_ENDPOINT', '', ['http:', 'https:']) : null,
+    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', false),
+    credentials: accessKeyId ? { accessKeyId, secretAccessKey } : null,
+    presignedDownloads,
+  };
+}
+
+function blobStore(env: Env): 'local' | 's3' {
+  const raw = env.BLOB_STORE || 'local';
+  if (raw !== 'local' && raw !== 's3') throw new ConfigError('BLOB_STORE', `must be local or s3, got "${raw}"`);
+  return raw;
+}
+
 /** SECRET_KEY signs cursors, upload links and keys' hashes; generated once into DATA_DIR when unset. */
 function secretKey(env: Env, dataDir: string): string {
   const raw = env.SECRET_KEY;
@@ -128,6 +214,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (headersTimeoutSeconds > requestTimeoutSeconds) {
     throw new ConfigError('HEADERS_TIMEOUT_SECONDS', `must not be larger than REQUEST_TIMEOUT_SECONDS (${requestTimeoutSeconds})`);
   }
+  const maxFileBytes = int(env, 'MAX_FILE_BYTES', 100 * 1024 * 1024, 1);
+  const downloadUrlTtlSeconds = int(env, 'DOWNLOAD_URL_TTL_SECONDS', 300, 1);
   return {
     port,
     host: env.HOST || '127.0.0.1',
@@ -141,9 +229,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerSecond: positiveNumber(env, 'RATE_LIMIT_PER_SECOND', 5),
     dailyQuota: int(env, 'DAILY_QUOTA', 10_000, 1),
     maxJsonBytes: int(env, 'MAX_JSON_BYTES', 1024 * 1024, 1024),
-    maxFileBytes: int(env, 'MAX_FILE_BYTES', 100 * 1024 * 1024, 1),
+    maxFileBytes,
     uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 1),
-    downloadUrlTtlSeconds: int(env, 'DOWNLOAD_URL_TTL_SECONDS', 300, 1),
+    downloadUrlTtlSeconds,
     trustProxy: trustProxy(env),
     tlsCertFile,
     tlsKeyFile,
@@ -152,5 +240,12 @@ export function loadConfig(env: Env = process.env): Config {
     headersTimeoutSeconds,
     keepAliveTimeoutSeconds: int(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
     idempotencyLockSeconds: int(env, 'IDEMPOTENCY_LOCK_SECONDS', 60, 1, 3600),
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    webhookTimeoutSeconds: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
+    webhookRetrySchedule: retrySchedule(env),
+    webhookDisableAfterFailures: int(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 100, 1, 1_000_000),
+    blobStore: blobStore(env),
+    s3: blobStore(env) === 's3' ? s3Settings(env, maxFileBytes, downloadUrlTtlSeconds) : null,
   };
 }

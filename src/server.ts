@@ -6,6 +6,7 @@ import { buildApp } from './http/app.js';
 import { purgeExpired } from './infra/idempotency/store.js';
 import { purgeAbandonedUploads } from './domain/files/files.js';
 import { purgeExpiredSessions } from './domain/sessions/sessions.js';
+import { purgeOldEvents } from './domain/events/events.js';
 import { openBlobStore, openRateLimiter } from './infra/choose.js';
 
 export interface RunningServer {
@@ -31,6 +32,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     purgeExpired(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'idempotency purge failed'));
     purgeAbandonedUploads(db.kysely, blobs, now).catch((error: unknown) => app.log.warn({ err: error }, 'upload purge failed'));
     purgeExpiredSessions(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'session purge failed'));
+    purgeOldEvents(db.kysely, now, config.eventRetentionDays).catch((error: unknown) => app.log.warn({ err: error }, 'event purge failed'));
   };
   housekeeping();
   const purge = setInterval(housekeeping, 5 * 60 * 1000);

@@ -6,6 +6,7 @@ import pg from 'pg';
 import * as core from './migrations/001_core.js';
 import * as groupsFiles from './migrations/002_groups_files.js';
 import * as sessions from './migrations/003_sessions.js';
+import * as eventsWebhooks from './migrations/004_events_webhooks.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -78,6 +79,7 @@ const migrations: Record<string, Migration> = {
   '001_core': core,
   '002_groups_files': groupsFiles,
   '003_sessions': sessions,
+  '004_events_webhooks': eventsWebhooks,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
 /**
@@ -9,4 +9,21 @@ import type { Database } from './schema.js';
  */
 export function inTransaction<T>(db: Kysely<Database>, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   return db.isTransaction ? work(db) : db.transaction().execute(work);
+}
+
+/**
+ * Locks a row of the organisation for the rest of the transaction (PostgreSQL `FOR UPDATE`), so
+ * that what an update reads before changing it (an event's previous_attributes) is what it
+ * changes. SQLite needs no lock: its one connection runs one transaction at a time. Returns
+ * whether the row exists.
+ */
+export async function lockRow(
+  trx: Kysely<Database>,
+  table: 'contacts' | 'labels' | 'groups' | 'files',
+  orgId: string,
+  id: string,
+): Promise<boolean> {
+  const forUpdate = trx.getExecutor().adapter instanceof PostgresAdapter ? sql`for update` : sql``;
+  const result = await sql`select id from ${sql.table(table)} where org_id = ${orgId} and id = ${id} ${forUpdate}`.execute(trx);
+  return result.rows.length > 0;
 }

@@ -4,6 +4,9 @@ export const SCOPES = ['contacts:read', 'contacts:write', 'groups:read', 'groups
 
 export type Scope = (typeof SCOPES)[number];
 
+/** The read scopes: any one of them lets a key read events (of what it covers). */
+export const READ_SCOPES: Scope[] = ['contacts:read', 'groups:read', 'files:read'];
+
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
 }

@@ -1,3 +1,4 @@
+import { domainToASCII, domainToUnicode } from 'node:url';
 import type { FieldError } from './errors.js';
 
 export const LIMITS = {
@@ -50,24 +51,48 @@ export function checkText(
   }
 }
 
-// RFC 5322 dot-atom local part (with RFC 6531 UTF-8 allowed), and a domain of LDH labels
-// (internationalised letters allowed) with at least one dot. Quoted local parts and address
+// RFC 5322 dot-atom local part (with RFC 6531 UTF-8 allowed), and a valid IDN (IDNA, UTS #46)
+// whose canonical form has LDH labels (internationalised letters allowed) and at least one dot. Quoted local parts and address
 // literals are valid RFC 5322 but refused: no mail system a contact list feeds accepts them.
 const ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-\\u0080-\\uFFFF]";
 const LOCAL = new RegExp(`^${ATEXT}+(\\.${ATEXT}+)*$`, 'u');
 const LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
+
+/**
+ * A domain in its one canonical form, or null when it is not a valid IDN: IDNA's UTS #46 mapping
+ * (lower case, NFC, full-width dots, `xn--` labels decoded), so `exämple.com`, `EXÄMPLE.com` and
+ * `xn--exmple-cua.com` are one domain, written `exämple.com`.
+ */
+function canonicalDomain(domain: string): string | null {
+  const ascii = domainToASCII(domain);
+  // Node does not check DNS lengths: 63 octets a label, 253 in all (as sent, in ASCII).
+  if (ascii === '' || ascii.length > 253 || ascii.split('.').some((label) => label.length > 63)) return null;
+  return domainToUnicode(ascii);
+}
 
 export function isEmail(value: string): boolean {
   if (charLength(value) > LIMITS.email || !isCleanText(value) || /\s/u.test(value)) return false;
   const at = value.lastIndexOf('@');
   if (at <= 0) return false;
   const local = value.slice(0, at);
-  const domain = value.slice(at + 1);
   if (Buffer.byteLength(local) > 64 || !LOCAL.test(local)) return false;
-  if (Buffer.byteLength(domain) > 255) return false;
+  const domain = canonicalDomain(value.slice(at + 1));
+  if (domain === null || charLength(local) + 1 + charLength(domain) > LIMITS.email) return false;
   const labels = domain.split('.');
   if (labels.length < 2) return false;
   return labels.every((label) => LABEL.test(label)) && !/^\d+$/.test(labels[labels.length - 1] ?? '');
+}
+
+/**
+ * The form an email is stored, compared and returned in: the local part exactly as given (mail
+ * systems may treat its case as significant), `@`, and the domain in canonical form. A value that
+ * is not an email comes back unchanged, for the validation to refuse.
+ */
+export function normaliseEmail(value: string): string {
+  const at = value.lastIndexOf('@');
+  if (at <= 0) return value;
+  const domain = canonicalDomain(value.slice(at + 1));
+  return domain === null ? value : `${value.slice(0, at)}@${domain}`;
 }
 
 export function checkEmail(field: string, value: string, errors: FieldError[]): void {

@@ -7,6 +7,7 @@ import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimi
 import { authenticate } from './authenticate.js';
 import { idempotencyOnSend, idempotencyPreHandler, inClaimTransaction } from './idempotency.js';
 import { contactRoutes } from './routes/contacts.js';
+import { eventRoutes } from './routes/events.js';
 import { fileRoutes } from './routes/files.js';
 import { groupRoutes } from './routes/groups.js';
 import { labelRoutes } from './routes/labels.js';
@@ -51,4 +52,5 @@ export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options
   await app.register(labelRoutes, deps);
   await app.register(groupRoutes, deps);
   await app.register(fileRoutes, deps);
+  await app.register(eventRoutes, deps);
 };

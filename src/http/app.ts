@@ -11,6 +11,7 @@ import { newRequestId, sendProblem } from './problem.js';
 import { clientErrorHandler, MAX_URL_BYTES } from './clientErrors.js';
 import { useStrictJson } from './jsonBody.js';
 import { ValidationError } from '../domain/errors.js';
+import { isEmail } from '../domain/validation.js';
 import { dashboard, notFoundPage } from '../dashboard/plugin.js';
 import { setPageHeaders } from './pageHeaders.js';
 import { docsRoutes } from './routes/docs.js';
@@ -56,6 +57,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           },
     ...(deps.https ? { https: deps.https } : {}),
     genReqId: newRequestId,
+    // The response serializer's own Ajv must know the formats the schemas use.
+    serializerOpts: { ajv: { formats: { 'idn-email': isEmail } } },
     requestIdHeader: false,
     bodyLimit: config.maxJsonBytes,
     trustProxy: config.trustProxy,

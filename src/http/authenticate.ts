@@ -62,5 +62,9 @@ export function authenticate(deps: AuthDeps) {
     if (scope && !key.scopes.has(scope)) {
       throw new ForbiddenError(`This API key lacks the ${scope} scope required for this operation.`);
     }
+    const anyOf = request.routeOptions.config.anyOfScopes;
+    if (anyOf && !anyOf.some((s) => key.scopes.has(s))) {
+      throw new ForbiddenError(`This API key needs one of the scopes ${anyOf.join(', ')} for this operation.`);
+    }
   };
 }

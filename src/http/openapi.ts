@@ -12,6 +12,8 @@ interface Documented {
   url: string;
   schema: Json;
   scope?: string;
+  /** Any one of these scopes will do. */
+  anyOfScopes?: string[];
   authenticated: boolean;
   idempotent: boolean;
 }
@@ -32,6 +34,8 @@ const TAGS: Record<string, string> = {
   Labels: 'Labels that contacts carry. Managing labels needs the `contacts:*` scopes.',
   Groups: 'Groups of contacts, and their members.',
   Files: 'Files: reserve an upload, PUT the bytes to its `upload_url`, then fetch short-lived download links.',
+  Events:
+    "Every change to the organisation's data, readable here and pushed to webhook endpoints (managed in the dashboard, not through the API).",
   Meta: 'The description of the API itself.',
 };
 
@@ -156,15 +160,25 @@ function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
   const { summary, description, tags, operationId, body } = route.schema;
   const response: Json = { ...((route.schema.response ?? {}) as Json) };
   for (const status of EDGE_STATUSES) response[status] ??= Problem;
-  const scopeNote = route.scope ? `\n\nRequires the \`${route.scope}\` scope.` : '';
+  const scopeNote = route.scope
+    ? `\n\nRequires the \`${route.scope}\` scope.`
+    : route.anyOfScopes
+      ? `\n\nRequires one of the scopes ${listOf(route.anyOfScopes.map((scope) => `\`${scope}\``))}.`
+      : '';
   return {
     operationId,
     summary,
     description: `${String(description ?? summary ?? '')}${scopeNote}`,
     tags,
     // OpenAPI 3.1 lets a non-OAuth scheme list the roles an operation needs: here, the key's scope.
-    security: route.authenticated ? [{ apiKey: route.scope ? [route.scope] : [] }] : [],
+    // Several requirement objects are alternatives: any one of the scopes will do.
+    security: route.authenticated
+      ? route.anyOfScopes
+        ? route.anyOfScopes.map((scope) => ({ apiKey: [scope] }))
+        : [{ apiKey: route.scope ? [route.scope] : [] }]
+      : [],
     ...(route.scope ? { 'x-required-scope': route.scope } : {}),
+    ...(route.anyOfScopes ? { 'x-required-scope-any-of': route.anyOfScopes } : {}),
     parameters: parameters(route),
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: withRefs(body) } } } } : {}),
     responses: Object.fromEntries(
@@ -190,7 +204,7 @@ function problemExamples(publicUrl: string, usedCodes: Set<ErrorCode>): Json {
       detail: summary.replace(/`/g, ''),
       request_id: 'req_8fK2mQ9xLp3vT7wZ1aB4',
     };
-    if (code === 'invalid_request') value.errors = [{ field: 'email', message: 'must match format "email"' }];
+    if (code === 'invalid_request') value.errors = [{ field: 'email', message: 'must match format "idn-email"' }];
     if (code === 'contact_exists') value.existing_id = 'con_4Hq7ZkP2mN8xV3bR6tY1';
     if (code === 'label_exists') value.existing_id = 'lbl_9Tz3Qw7Er1Yu5Io2Pa8S';
     if (code === 'quota_exceeded') value.quota = { policy: 'daily', limit: 10000, used: 10000, resets_at: '2026-11-21T00:00:00.000Z' };
@@ -302,14 +316,17 @@ export function openApiCollector(app: FastifyInstance, publicUrl: string): () =>
     const schema = route.schema as Json | undefined;
     for (const method of methods) all.push({ method, url: route.url, documented: Boolean(schema?.operationId) });
     if (!schema?.operationId) return;
-    const scope = (route.config as { scope?: string } | undefined)?.scope;
+    const config = route.config as { scope?: string; anyOfScopes?: string[] } | undefined;
+    const scope = config?.scope;
+    const anyOfScopes = config?.anyOfScopes;
     for (const method of methods) {
       routes.push({
         method: method.toLowerCase(),
         url: route.url,
         schema,
         scope,
-        authenticated: scope !== undefined,
+        anyOfScopes,
+        authenticated: scope !== undefined || anyOfScopes !== undefined,
         idempotent: method === 'POST' && scope !== undefined,
       });
     }

@@ -16,5 +16,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope an API route needs; checked at the edge (before validation) and again in the domain. */
     scope?: Scope;
+    /** Instead of one scope: any one of these will do (the domain narrows what the key sees). */
+    anyOfScopes?: Scope[];
   }
 }

@@ -7,7 +7,9 @@ function makeAjv(options: Options): Ajv {
   // strictNumbers: NaN and ±Infinity (JSON's 1e309, a query's `Infinity`) are not numbers here.
   const ajv = new Ajv({ allErrors: true, removeAdditional: false, strict: true, strictNumbers: true, ...options });
   addFormats.default(ajv, ['date-time', 'uri']);
-  // The same email rule as the domain, so the schema and the domain can never disagree.
+  // The same email rule as the domain, so the schema and the domain can never disagree. Contact
+  // emails are `idn-email` (RFC 6531 local parts, IDN domains); `email` stays for any other schema.
+  ajv.addFormat('idn-email', isEmail);
   ajv.addFormat('email', isEmail);
   return ajv;
 }

@@ -1,4 +1,5 @@
-import { inTransaction } from '../../db/transaction.js';
+import { inTransaction, lockRow } from '../../db/transaction.js';
+import { previousAttributes, recordEvent, recordEvents } from '../events/record.js';
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
@@ -6,7 +7,7 @@ import type { Ctx } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
 import { requireScope } from '../scopes.js';
-import { checkEmail, checkText, LIMITS } from '../validation.js';
+import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
 import { CONTACT_COLUMNS, toContactViews, type ContactView } from './view.js';
 
 export const SOURCE_TYPES = ['manual', 'import'] as const;
@@ -38,6 +39,11 @@ export function contactFieldErrors(input: ContactPatch): FieldError[] {
     errors.push({ field: 'label_ids', message: `at most ${MAX_LABELS_PER_REQUEST} labels` });
   }
   return errors;
+}
+
+/** The input with its email in the form it is stored, compared and returned in. */
+function withNormalEmail<T extends ContactPatch>(input: T): T {
+  return input.email === undefined ? input : { ...input, email: normaliseEmail(input.email) };
 }
 
 function checkFields(input: ContactPatch): void {
@@ -90,15 +96,17 @@ const INSERT_CHUNK = 500;
 /**
  * Writes new contacts with `trx`, a transaction the caller holds: createContact writes one in its
  * own, an import writes every valid row in one, in a few statements. Every input is checked first;
- * a duplicate email surfaces as the database's unique violation. Returns the ids, in input order.
+ * a duplicate email surfaces as the database's unique violation. Records a `contact.created`
+ * event per contact in the same transaction. Returns the contacts, in input order.
  */
 export async function insertContacts(
   trx: Kysely<Database>,
   ctx: Ctx,
   inputs: ContactInput[],
   sourceType: SourceType = 'manual',
-): Promise<string[]> {
+): Promise<ContactView[]> {
   requireScope(ctx.actor, 'contacts:write');
+  inputs = inputs.map(withNormalEmail);
   inputs.forEach(checkFields);
   await checkLabelIds(
     trx,
@@ -133,18 +141,26 @@ export async function insertContacts(
       .insertInto('contact_labels')
       .values(links.slice(i, i + INSERT_CHUNK))
       .execute();
-  return rows.map((row) => row.id);
+  const views = await toContactViews(trx, ctx.orgId, rows);
+  await recordEvents(
+    trx,
+    ctx,
+    'contact.created',
+    views.map((object) => ({ object })),
+  );
+  return views;
 }
 
-export async function createContact(ctx: Ctx, input: ContactInput, sourceType: SourceType = 'manual'): Promise<ContactView> {
+export async function createContact(ctx: Ctx, given: ContactInput, sourceType: SourceType = 'manual'): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
+  const input = withNormalEmail(given);
   checkFields(input);
   // In a caller's transaction (a keyed API POST) a failed insert would abort it on PostgreSQL,
   // leaving no way to name the existing contact: look first. The unique index still decides races.
   if (ctx.db.isTransaction) await contactExists(ctx.db, ctx.orgId, input.email, { onlyIfFound: true });
-  let ids: string[];
   try {
-    ids = await inTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
+    const [created] = await inTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
+    return created!;
   } catch (error) {
     if (isUniqueViolation(error)) {
       if (ctx.db.isTransaction) throw duplicateEmail(input.email, null);
@@ -152,7 +168,6 @@ export async function createContact(ctx: Ctx, input: ContactInput, sourceType: S
     }
     throw error;
   }
-  return getContact(ctx, ids[0]!);
 }
 
 export async function getContact(ctx: Ctx, id: string): Promise<ContactView> {
@@ -168,8 +183,9 @@ export async function getContact(ctx: Ctx, id: string): Promise<ContactView> {
   return view!;
 }
 
-export async function updateContact(ctx: Ctx, id: string, patch: ContactPatch): Promise<ContactView> {
+export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
+  const patch = withNormalEmail(given);
   checkFields(patch);
   if (Object.values(patch).every((value) => value === undefined)) return getContact(ctx, id); // nothing to change
   const at = nowIso(ctx.now);
@@ -182,26 +198,43 @@ export async function updateContact(ctx: Ctx, id: string, patch: ContactPatch): 
     updated_at: at,
   };
   try {
-    await inTransaction(ctx.db, async (trx) => {
-      const result = await trx.updateTable('contacts').set(set).where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
-      if (Number(result.numUpdatedRows) === 0) throw new NotFoundError(`No contact ${id}.`);
+    return await inTransaction(ctx.db, async (trx) => {
+      const inTrx = { ...ctx, db: trx };
+      if (!(await lockRow(trx, 'contacts', ctx.orgId, id))) throw new NotFoundError(`No contact ${id}.`);
+      const before = await getContact(inTrx, id);
+      await trx.updateTable('contacts').set(set).where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
       if (labelIds !== undefined) {
         await replaceLabels(trx, ctx.orgId, id, await checkLabelIds(trx, ctx.orgId, labelIds), at);
       }
+      return updated(trx, ctx, before, await getContact(inTrx, id));
     });
   } catch (error) {
-    if (isUniqueViolation(error) && patch.email !== undefined) await contactExists(ctx.db, ctx.orgId, patch.email);
+    if (isUniqueViolation(error) && patch.email !== undefined) {
+      if (ctx.db.isTransaction) throw duplicateEmail(patch.email, null);
+      await contactExists(ctx.db, ctx.orgId, patch.email);
+    }
     throw error;
   }
-  return getContact(ctx, id);
+}
+
+/** Records `contact.updated` with what changed (nothing changed: no event) and returns the contact. */
+async function updated(trx: Kysely<Database>, ctx: Ctx, before: ContactView, after: ContactView): Promise<ContactView> {
+  const previous = previousAttributes(before, after);
+  if (Object.keys(previous).length > 0) await recordEvent(trx, ctx, 'contact.updated', after, previous);
+  return after;
 }
 
 /** Deletes a contact; foreign keys remove its label links and group memberships with it. */
 export async function deleteContact(ctx: Ctx, id: string): Promise<{ object: 'contact'; id: string; deleted: true }> {
   requireScope(ctx.actor, 'contacts:write');
-  const result = await ctx.db.deleteFrom('contacts').where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`No contact ${id}.`);
-  return { object: 'contact', id, deleted: true };
+  return inTransaction(ctx.db, async (trx) => {
+    if (!(await lockRow(trx, 'contacts', ctx.orgId, id))) throw new NotFoundError(`No contact ${id}.`);
+    // The event carries the last state; leaving its groups is part of the deletion, no event of its own.
+    const last = await getContact({ ...ctx, db: trx }, id);
+    await trx.deleteFrom('contacts').where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
+    await recordEvent(trx, ctx, 'contact.deleted', last);
+    return { object: 'contact' as const, id, deleted: true as const };
+  });
 }
 
 async function requireLabel(db: Kysely<Database>, orgId: string, labelId: string): Promise<void> {
@@ -209,45 +242,42 @@ async function requireLabel(db: Kysely<Database>, orgId: string, labelId: string
   if (!label) throw new NotFoundError(`No label ${labelId}.`);
 }
 
-async function requireContact(db: Kysely<Database>, orgId: string, contactId: string): Promise<void> {
-  const contact = await db.selectFrom('contacts').select('id').where('org_id', '=', orgId).where('id', '=', contactId).executeTakeFirst();
-  if (!contact) throw new NotFoundError(`No contact ${contactId}.`);
-}
-
 /** Attaches a label (a no-op when it is already attached) and returns the contact. */
 export async function attachLabel(ctx: Ctx, contactId: string, labelId: string): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
   const at = nowIso(ctx.now);
-  await inTransaction(ctx.db, async (trx) => {
-    await requireContact(trx, ctx.orgId, contactId);
+  return inTransaction(ctx.db, async (trx) => {
+    const inTrx = { ...ctx, db: trx };
+    if (!(await lockRow(trx, 'contacts', ctx.orgId, contactId))) throw new NotFoundError(`No contact ${contactId}.`);
     await requireLabel(trx, ctx.orgId, labelId);
+    const before = await getContact(inTrx, contactId);
     const inserted = await trx
       .insertInto('contact_labels')
       .values({ org_id: ctx.orgId, contact_id: contactId, label_id: labelId, created_at: at })
       .onConflict((oc) => oc.columns(['contact_id', 'label_id']).doNothing())
       .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) {
-      await trx.updateTable('contacts').set({ updated_at: at }).where('id', '=', contactId).execute();
-    }
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return before;
+    await trx.updateTable('contacts').set({ updated_at: at }).where('id', '=', contactId).execute();
+    return updated(trx, ctx, before, await getContact(inTrx, contactId));
   });
-  return getContact(ctx, contactId);
 }
 
 /** Detaches a label (a no-op when it is not attached) and returns the contact. */
 export async function detachLabel(ctx: Ctx, contactId: string, labelId: string): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
   const at = nowIso(ctx.now);
-  await inTransaction(ctx.db, async (trx) => {
-    await requireContact(trx, ctx.orgId, contactId);
+  return inTransaction(ctx.db, async (trx) => {
+    const inTrx = { ...ctx, db: trx };
+    if (!(await lockRow(trx, 'contacts', ctx.orgId, contactId))) throw new NotFoundError(`No contact ${contactId}.`);
     await requireLabel(trx, ctx.orgId, labelId);
+    const before = await getContact(inTrx, contactId);
     const removed = await trx
       .deleteFrom('contact_labels')
       .where('contact_id', '=', contactId)
       .where('label_id', '=', labelId)
       .executeTakeFirst();
-    if (Number(removed.numDeletedRows) > 0) {
-      await trx.updateTable('contacts').set({ updated_at: at }).where('id', '=', contactId).execute();
-    }
+    if (Number(removed.numDeletedRows) === 0) return before;
+    await trx.updateTable('contacts').set({ updated_at: at }).where('id', '=', contactId).execute();
+    return updated(trx, ctx, before, await getContact(inTrx, contactId));
   });
-  return getContact(ctx, contactId);
 }

@@ -6,6 +6,7 @@ import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import { requireScope } from '../scopes.js';
+import { normaliseEmail } from '../validation.js';
 import { contactFieldErrors, insertContacts, type ContactInput } from './contacts.js';
 
 export const MAX_IMPORT_ROWS = 5_000;
@@ -155,7 +156,7 @@ function inputOf(cells: ParsedRow['cells'], labelIds: string[]): ContactInput {
   return {
     first_name: (cells.first_name ?? '').trim(),
     last_name: (cells.last_name ?? '').trim(),
-    email: (cells.email ?? '').trim(),
+    email: normaliseEmail((cells.email ?? '').trim()),
     phone: optional('phone'),
     address: optional('address'),
     notes: optional('notes'),
@@ -196,7 +197,7 @@ async function checkRows(db: Kysely<Database>, orgId: string, rows: ParsedRow[],
   const taken = await existingEmails(
     db,
     orgId,
-    rows.map((r) => (r.cells.email ?? '').trim().toLowerCase()).filter((e) => e !== ''),
+    rows.map((r) => normaliseEmail((r.cells.email ?? '').trim()).toLowerCase()).filter((e) => e !== ''),
   );
   const firstRowOf = new Map<string, number>();
   return rows.map(({ row, cells, fieldCount }) => {
@@ -261,13 +262,13 @@ export async function importContacts(ctx: Ctx, csvText: string, options: { parti
             options.partial,
           );
         const valid = checked.filter((c) => c.result.status !== 'refused');
-        const ids = await insertContacts(
+        const contacts = await insertContacts(
           trx,
           ctx,
           valid.map((c) => c.input),
           'import',
         );
-        const created = new Map(valid.map((c, i) => [c.result.row, ids[i]!]));
+        const created = new Map(valid.map((c, i) => [c.result.row, contacts[i]!.id]));
         const rowsOut = checked.map(({ result }): ImportRowResult => {
           const id = created.get(result.row);
           return id ? { ...result, status: 'created', id } : result;

@@ -2,10 +2,11 @@ import { sql, type SqlBool } from 'kysely';
 import type { Ctx } from '../context.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
+import { normaliseEmail } from '../validation.js';
 import { CONTACT_COLUMNS, toContactViews, type ContactView } from './view.js';
 
 export interface ContactFilters {
-  /** Exact match, case-insensitive. */
+  /** Exact match, case-insensitive, the domain compared in canonical form (`xn--` or Unicode alike). */
   email?: string;
   labelId?: string;
   /** Part of the first name, last name or email, case-insensitive (the dashboard's search box). */
@@ -20,7 +21,7 @@ function containing(text: string): string {
 export async function listContacts(ctx: Ctx, page: PageRequest, filters: ContactFilters = {}): Promise<Page<ContactView>> {
   requireScope(ctx.actor, 'contacts:read');
   let query = ctx.db.selectFrom('contacts').select(CONTACT_COLUMNS).where('contacts.org_id', '=', ctx.orgId);
-  if (filters.email !== undefined) query = query.where('contacts.email_lower', '=', filters.email.toLowerCase());
+  if (filters.email !== undefined) query = query.where('contacts.email_lower', '=', normaliseEmail(filters.email).toLowerCase());
   if (filters.labelId !== undefined) {
     const labelId = filters.labelId;
     query = query.where((eb) =>

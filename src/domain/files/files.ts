@@ -1,3 +1,5 @@
+import { inTransaction, lockRow } from '../../db/transaction.js';
+import { recordEvent } from '../events/record.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, FilesTable, FileStatus } from '../../db/schema.js';
 import type { BlobStore } from '../../infra/blobs/blobStore.js';
@@ -137,9 +139,13 @@ export async function deleteFile(
   id: string,
 ): Promise<{ object: 'file'; id: string; deleted: true }> {
   requireScope(ctx.actor, 'files:write');
-  const file = await findFile(ctx.db, ctx.orgId, id);
-  const result = await ctx.db.deleteFrom('files').where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`No file ${id}.`);
+  const file = await inTransaction(ctx.db, async (trx) => {
+    if (!(await lockRow(trx, 'files', ctx.orgId, id))) throw new NotFoundError(`No file ${id}.`);
+    const last = await findFile(trx, ctx.orgId, id);
+    await trx.deleteFrom('files').where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
+    await recordEvent(trx, ctx, 'file.deleted', toFileView(last));
+    return last;
+  });
   if (file.storage_key) await deps.blobs.delete(file.storage_key);
   return { object: 'file', id, deleted: true };
 }

@@ -5,6 +5,8 @@ import { BlobSizeError, type BlobStore } from '../../infra/blobs/blobStore.js';
 import { BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError } from '../errors.js';
 import { nowIso, randomBase62 } from '../ids.js';
 import { findFile, toFileView, type FileView } from './files.js';
+import { inTransaction } from '../../db/transaction.js';
+import { recordEvent } from '../events/record.js';
 import type { LinkClaims } from './links.js';
 
 /**
@@ -43,20 +45,27 @@ export async function receiveUpload(
     throw error;
   }
   const at = nowIso(now);
-  const result = await db
-    .updateTable('files')
-    .set({ status: 'ready', sha256, storage_key: key, uploaded_at: at, updated_at: at })
-    .where('id', '=', file.id)
-    .where('org_id', '=', claims.orgId)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) {
+  // The file turns ready and its `file.uploaded` event is recorded in one transaction.
+  const ready = await inTransaction(db, async (trx) => {
+    const result = await trx
+      .updateTable('files')
+      .set({ status: 'ready', sha256, storage_key: key, uploaded_at: at, updated_at: at })
+      .where('id', '=', file.id)
+      .where('org_id', '=', claims.orgId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return null;
+    const view = toFileView(await findFile(trx, claims.orgId, file.id));
+    await recordEvent(trx, { orgId: claims.orgId }, 'file.uploaded', view);
+    return view;
+  });
+  if (!ready) {
     await blobs.delete(key);
     const current = await db.selectFrom('files').select('status').where('id', '=', file.id).executeTakeFirst();
     if (!current) throw new NotFoundError(`No file ${file.id}.`);
     throw new ConflictError('already_uploaded', `File ${file.id} has already been uploaded; an upload link works once.`);
   }
-  return toFileView(await findFile(db, claims.orgId, file.id));
+  return ready;
 }
 
 /** The bytes and headers behind a download link. */

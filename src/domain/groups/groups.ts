@@ -1,3 +1,5 @@
+import { inTransaction, lockRow } from '../../db/transaction.js';
+import { previousAttributes, recordEvent } from '../events/record.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
@@ -87,8 +89,20 @@ export async function createGroup(ctx: Ctx, input: GroupInput): Promise<GroupVie
     created_at: at,
     updated_at: at,
   };
-  await ctx.db.insertInto('groups').values(row).execute();
-  return { object: 'group', id: row.id, name: row.name, description: row.description, member_count: 0, created_at: at, updated_at: at };
+  const view: GroupView = {
+    object: 'group',
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    member_count: 0,
+    created_at: at,
+    updated_at: at,
+  };
+  await inTransaction(ctx.db, async (trx) => {
+    await trx.insertInto('groups').values(row).execute();
+    await recordEvent(trx, ctx, 'group.created', view);
+  });
+  return view;
 }
 
 export async function listGroups(ctx: Ctx, page: PageRequest): Promise<Page<GroupView>> {
@@ -114,24 +128,35 @@ export async function getGroup(ctx: Ctx, id: string): Promise<GroupView> {
 export async function updateGroup(ctx: Ctx, id: string, patch: Partial<GroupInput>): Promise<GroupView> {
   requireScope(ctx.actor, 'groups:write');
   checkFields(patch);
-  const result = await ctx.db
-    .updateTable('groups')
-    .set({
-      ...(patch.name !== undefined ? { name: patch.name.trim() } : {}),
-      ...(patch.description !== undefined ? { description: patch.description } : {}),
-      updated_at: nowIso(ctx.now),
-    })
-    .where('org_id', '=', ctx.orgId)
-    .where('id', '=', id)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) throw new NotFoundError(`No group ${id}.`);
-  return getGroup(ctx, id);
+  return inTransaction(ctx.db, async (trx) => {
+    const inTrx = { ...ctx, db: trx };
+    if (!(await lockRow(trx, 'groups', ctx.orgId, id))) throw new NotFoundError(`No group ${id}.`);
+    const before = await getGroup(inTrx, id);
+    await trx
+      .updateTable('groups')
+      .set({
+        ...(patch.name !== undefined ? { name: patch.name.trim() } : {}),
+        ...(patch.description !== undefined ? { description: patch.description } : {}),
+        updated_at: nowIso(ctx.now),
+      })
+      .where('org_id', '=', ctx.orgId)
+      .where('id', '=', id)
+      .execute();
+    const after = await getGroup(inTrx, id);
+    const previous = previousAttributes(before, after);
+    if (Object.keys(previous).length > 0) await recordEvent(trx, ctx, 'group.updated', after, previous);
+    return after;
+  });
 }
 
 /** Deletes a group and its memberships (the contacts stay). */
 export async function deleteGroup(ctx: Ctx, id: string): Promise<{ object: 'group'; id: string; deleted: true }> {
   requireScope(ctx.actor, 'groups:write');
-  const result = await ctx.db.deleteFrom('groups').where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`No group ${id}.`);
-  return { object: 'group', id, deleted: true };
+  return inTransaction(ctx.db, async (trx) => {
+    if (!(await lockRow(trx, 'groups', ctx.orgId, id))) throw new NotFoundError(`No group ${id}.`);
+    const last = await getGroup({ ...ctx, db: trx }, id);
+    await trx.deleteFrom('groups').where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
+    await recordEvent(trx, ctx, 'group.deleted', last);
+    return { object: 'group' as const, id, deleted: true as const };
+  });
 }

@@ -1,4 +1,5 @@
 import { inTransaction } from '../../db/transaction.js';
+import { recordEvent, recordEvents } from '../events/record.js';
 import { isForeignKeyViolation } from '../../db/database.js';
 import type { Ctx } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
@@ -75,12 +76,20 @@ async function insertMembers(ctx: Ctx, groupId: string, unique: string[], at: st
     // Rows in one order (by id) whatever the request's order: two concurrent adds of overlapping
     // sets then lock their rows in the same order and cannot deadlock on PostgreSQL.
     const ordered = [...unique].sort();
-    await trx
+    const added = await trx
       .insertInto('group_members')
       .values(ordered.map((contact_id) => ({ org_id: ctx.orgId, group_id: groupId, contact_id, added_at: at })))
       .onConflict((oc) => oc.columns(['group_id', 'contact_id']).doNothing())
+      .returning(['group_id', 'contact_id', 'added_at'])
       .execute();
+    if (added.length === 0) return; // everyone was a member already: nothing changed
     await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();
+    await recordEvents(
+      trx,
+      ctx,
+      'group.member_added',
+      added.map((row) => ({ object: toMemberView(row) })),
+    );
   });
 }
 
@@ -90,18 +99,22 @@ export async function removeMember(
   contactId: string,
 ): Promise<{ object: 'group_member'; id: string; deleted: true }> {
   requireScope(ctx.actor, 'groups:write');
-  await requireGroup(ctx.db, ctx.orgId, groupId);
-  const result = await ctx.db
-    .deleteFrom('group_members')
-    .where('org_id', '=', ctx.orgId)
-    .where('group_id', '=', groupId)
-    .where('contact_id', '=', contactId)
-    .executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`Contact ${contactId} is not a member of group ${groupId}.`);
-  await ctx.db
-    .updateTable('groups')
-    .set({ updated_at: nowIso(ctx.now) })
-    .where('id', '=', groupId)
-    .execute();
-  return { object: 'group_member', id: contactId, deleted: true };
+  return inTransaction(ctx.db, async (trx) => {
+    await requireGroup(trx, ctx.orgId, groupId);
+    const removed = await trx
+      .deleteFrom('group_members')
+      .where('org_id', '=', ctx.orgId)
+      .where('group_id', '=', groupId)
+      .where('contact_id', '=', contactId)
+      .returning(['group_id', 'contact_id', 'added_at'])
+      .executeTakeFirst();
+    if (!removed) throw new NotFoundError(`Contact ${contactId} is not a member of group ${groupId}.`);
+    await trx
+      .updateTable('groups')
+      .set({ updated_at: nowIso(ctx.now) })
+      .where('id', '=', groupId)
+      .execute();
+    await recordEvent(trx, ctx, 'group.member_removed', toMemberView(removed));
+    return { object: 'group_member' as const, id: contactId, deleted: true as const };
+  });
 }

@@ -1,3 +1,5 @@
+import { inTransaction, lockRow } from '../../db/transaction.js';
+import { previousAttributes, recordEvent } from '../events/record.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, LabelsTable } from '../../db/schema.js';
 import { isUniqueViolation } from '../../db/database.js';
@@ -51,8 +53,12 @@ export async function createLabel(ctx: Ctx, input: { name: string }): Promise<La
   const row = { id: newId('lbl'), org_id: ctx.orgId, name, name_lower: name.toLowerCase(), created_at: at, updated_at: at };
   // In a caller's transaction (a keyed API POST) a failed insert would abort it on PostgreSQL: look first.
   if (ctx.db.isTransaction) await labelExists(ctx.db, ctx.orgId, name, { onlyIfFound: true });
+  const view = toLabelView(row);
   try {
-    await ctx.db.insertInto('labels').values(row).execute();
+    await inTransaction(ctx.db, async (trx) => {
+      await trx.insertInto('labels').values(row).execute();
+      await recordEvent(trx, ctx, 'label.created', view);
+    });
   } catch (error) {
     if (isUniqueViolation(error)) {
       if (ctx.db.isTransaction) throw duplicateName(name, null);
@@ -60,7 +66,7 @@ export async function createLabel(ctx: Ctx, input: { name: string }): Promise<La
     }
     throw error;
   }
-  return toLabelView(row);
+  return view;
 }
 
 export async function listLabels(ctx: Ctx, page: PageRequest): Promise<Page<LabelView>> {
@@ -93,24 +99,39 @@ export async function updateLabel(ctx: Ctx, id: string, input: { name?: string }
   if (input.name === undefined) return getLabel(ctx, id);
   const name = checkName(input.name);
   try {
-    const result = await ctx.db
-      .updateTable('labels')
-      .set({ name, name_lower: name.toLowerCase(), updated_at: nowIso(ctx.now) })
-      .where('org_id', '=', ctx.orgId)
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 0) throw new NotFoundError(`No label ${id}.`);
+    return await inTransaction(ctx.db, async (trx) => {
+      const inTrx = { ...ctx, db: trx };
+      if (!(await lockRow(trx, 'labels', ctx.orgId, id))) throw new NotFoundError(`No label ${id}.`);
+      const before = await getLabel(inTrx, id);
+      await trx
+        .updateTable('labels')
+        .set({ name, name_lower: name.toLowerCase(), updated_at: nowIso(ctx.now) })
+        .where('org_id', '=', ctx.orgId)
+        .where('id', '=', id)
+        .execute();
+      const after = await getLabel(inTrx, id);
+      const previous = previousAttributes(before, after);
+      if (Object.keys(previous).length > 0) await recordEvent(trx, ctx, 'label.updated', after, previous);
+      return after;
+    });
   } catch (error) {
-    if (isUniqueViolation(error)) await labelExists(ctx.db, ctx.orgId, name);
+    if (isUniqueViolation(error)) {
+      if (ctx.db.isTransaction) throw duplicateName(name, null);
+      await labelExists(ctx.db, ctx.orgId, name);
+    }
     throw error;
   }
-  return getLabel(ctx, id);
 }
 
 /** Deletes a label; the foreign key detaches it from every contact. */
 export async function deleteLabel(ctx: Ctx, id: string): Promise<{ object: 'label'; id: string; deleted: true }> {
   requireScope(ctx.actor, 'contacts:write');
-  const result = await ctx.db.deleteFrom('labels').where('org_id', '=', ctx.orgId).where('id', '=', id).executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`No label ${id}.`);
-  return { object: 'label', id, deleted: true };
+  return inTransaction(ctx.db, async (trx) => {
+    if (!(await lockRow(trx, 'labels', ctx.orgId, id))) throw new NotFoundError(`No label ${id}.`);
+    const last = await getLabel({ ...ctx, db: trx }, id);
+    // Detaching it from contacts is part of the deletion: `label.deleted` only, no `contact.updated`.
+    await trx.deleteFrom('labels').where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
+    await recordEvent(trx, ctx, 'label.deleted', last);
+    return { object: 'label' as const, id, deleted: true as const };
+  });
 }

@@ -8,8 +8,9 @@ const last_name = Type.String({ maxLength: LIMITS.name, description: 'Empty stri
 const email = Type.String({
   minLength: 3,
   maxLength: LIMITS.email,
-  format: 'email',
-  description: 'Unique in the organisation, compared case-insensitively.',
+  format: 'idn-email',
+  description:
+    'Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent. Unique in the organisation, compared case-insensitively.',
   examples: ['ada@example.com'],
 });
 const phone = Nullable(Type.String({ maxLength: LIMITS.phone, examples: ['+44 20 7946 0958'] }));
@@ -89,7 +90,11 @@ export const ContactListQuery = Type.Object(
     limit: Type.Optional(Limit),
     cursor: Type.Optional(Cursor),
     email: Type.Optional(
-      Type.String({ minLength: 1, maxLength: LIMITS.email, description: 'Only the contact with this email (case-insensitive).' }),
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.email,
+        description: 'Only the contact with this email (case-insensitive; the domain in Unicode or `xn--` form alike).',
+      }),
     ),
     label_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts that carry this label.' })),
   },

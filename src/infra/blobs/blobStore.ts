@@ -10,25 +10,51 @@ export class BlobSizeError extends Error {
   }
 }
 
+/** The store could not be reached or failed on its side (network error, timeout, 5xx): retry later. */
+export class BlobStoreUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`the blob store is unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
 export interface StoredBlob {
   size: number;
   sha256: string;
 }
 
+/** Bytes that arrived whole and are kept aside until the caller decides they are the blob. */
+export interface StagedBlob extends StoredBlob {
+  /** Makes the bytes the blob under their key, replacing whatever was there. */
+  commit(): Promise<void>;
+  /** Drops the bytes. Never rejects: what it cannot remove now, `sweep` removes later. */
+  discard(): Promise<void>;
+}
+
+/** The response headers a direct download must carry. */
+export interface DownloadHeaders {
+  contentType: string;
+  contentDisposition: string;
+}
+
 /**
- * Where file bytes live. The embedded default writes under DATA_DIR/files; an S3-compatible store
- * can implement the same interface (with FileLinks presigning its own URLs instead of ours).
+ * Where file bytes live: under DATA_DIR/files (LocalBlobStore) or in an S3-compatible bucket
+ * (S3BlobStore). src/infra/choose.ts picks one from configuration.
  */
 export interface BlobStore {
   /**
-   * Streams `source` into a new blob under `key`, hashing it on the way. Atomic: the blob appears
-   * whole or not at all — a failed or aborted stream, or a length other than `expectedBytes`,
-   * rejects and leaves nothing behind. Never holds the whole blob in memory.
+   * Streams `source` aside for `key`, hashing it on the way. A failed or aborted stream, or a
+   * length other than `expectedBytes`, rejects and leaves nothing behind; nothing is visible
+   * under `key` before `commit`. Never holds the whole blob in memory.
    */
-  put(key: string, source: Readable, expectedBytes: number): Promise<StoredBlob>;
+  stage(key: string, source: Readable, expectedBytes: number): Promise<StagedBlob>;
   /** A stream of the blob's bytes, or null if there is none under `key`. */
   get(key: string): Promise<{ stream: Readable; size: number } | null>;
   delete(key: string): Promise<void>;
+  /**
+   * A URL serving the blob straight from the store until `expiresAt` with these headers, or null
+   * when downloads go through orgdata's own /downloads links.
+   */
+  directDownloadUrl(key: string, headers: DownloadHeaders, now: Date, expiresAt: Date): Promise<string | null>;
   /** Removes leftovers of interrupted writes older than `olderThan`; returns how many. */
   sweep(olderThan: Date): Promise<number>;
 }

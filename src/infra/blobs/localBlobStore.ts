@@ -4,12 +4,12 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { finished, PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { BlobSizeError, type BlobStore, type StoredBlob } from './blobStore.js';
+import { BlobSizeError, type BlobStore, type StagedBlob } from './blobStore.js';
 
 /**
- * Blobs as files under a directory. A write goes to `tmp/<random>.part`, is flushed to disk, then
- * renamed into place: a rename within one file system is atomic, so a reader never sees half a
- * file and a crash leaves only a `.part` file that `sweep` removes.
+ * Blobs as files under a directory. A write goes to `tmp/<random>.part` and is flushed to disk;
+ * its commit renames it into place: a rename within one file system is atomic, so a reader never
+ * sees half a file and a crash leaves only a `.part` file that `sweep` removes.
  */
 export class LocalBlobStore implements BlobStore {
   private readonly tmpDir: string;
@@ -24,7 +24,7 @@ export class LocalBlobStore implements BlobStore {
     return path.join(this.root, 'blobs', key);
   }
 
-  async put(key: string, source: Readable, expectedBytes: number): Promise<StoredBlob> {
+  async stage(key: string, source: Readable, expectedBytes: number): Promise<StagedBlob> {
     const target = this.pathOf(key);
     await mkdir(this.tmpDir, { recursive: true });
     const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
@@ -57,8 +57,6 @@ export class LocalBlobStore implements BlobStore {
       } finally {
         await handle.close();
       }
-      await mkdir(path.dirname(target), { recursive: true });
-      await rename(tmp, target);
     } catch (error) {
       // pipeline() rejects on the first error, possibly before the file stream has even opened
       // its file: removing the file before the stream closed could leave a stray `.part` behind.
@@ -69,7 +67,17 @@ export class LocalBlobStore implements BlobStore {
       stopWatching();
       source.unpipe(input);
     }
-    return { size, sha256: hash.digest('hex') };
+    return {
+      size,
+      sha256: hash.digest('hex'),
+      async commit() {
+        await mkdir(path.dirname(target), { recursive: true });
+        await rename(tmp, target);
+      },
+      async discard() {
+        await rm(tmp, { force: true }).catch(() => undefined);
+      },
+    };
   }
 
   async get(key: string): Promise<{ stream: Readable; size: number } | null> {
@@ -85,6 +93,11 @@ export class LocalBlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     await rm(this.pathOf(key), { force: true });
+  }
+
+  /** Local bytes are only served through orgdata's own download links. */
+  directDownloadUrl(): Promise<string | null> {
+    return Promise.resolve(null);
   }
 
   async sweep(olderThan: Date): Promise<number> {

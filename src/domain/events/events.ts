@@ -1,0 +1,88 @@
+import type { Selectable } from 'kysely';
+import type { EventsTable } from '../../db/schema.js';
+import type { Ctx } from '../context.js';
+import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
+import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { parsePattern, readableResources, type EventResource } from './types.js';
+
+export interface EventView {
+  object: 'event';
+  id: string;
+  type: string;
+  created_at: string;
+  data: { object: Record<string, unknown>; previous_attributes?: Record<string, unknown> };
+}
+
+export interface EventFilters {
+  /** An exact type or a prefix pattern such as `contact.*`. */
+  type?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+}
+
+export function toEventView(row: Pick<Selectable<EventsTable>, 'id' | 'type' | 'data' | 'created_at'>): EventView {
+  return { object: 'event', id: row.id, type: row.type, created_at: row.created_at, data: JSON.parse(row.data) as EventView['data'] };
+}
+
+/** A key sees the events of what its read scopes cover; with none of them it sees no events. */
+function visibleResources(ctx: Ctx): EventResource[] {
+  const resources = readableResources(ctx.actor);
+  if (resources.length === 0) {
+    throw new ForbiddenError('Reading events needs a read scope (contacts:read, groups:read or files:read).');
+  }
+  return resources;
+}
+
+/** `2026-11-23T12:00:00Z` and `…00.000Z` compare as the same instant: timestamps are stored with milliseconds. */
+function instant(field: string, value: string): string {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) throw ValidationError.field(field, 'must be an ISO 8601 date-time');
+  return date.toISOString();
+}
+
+export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilters = {}): Promise<Page<EventView>> {
+  const resources = visibleResources(ctx);
+  let query = ctx.db
+    .selectFrom('events')
+    .select(['id', 'type', 'data', 'created_at'])
+    .where('org_id', '=', ctx.orgId)
+    .where('resource', 'in', resources);
+  if (filters.type !== undefined) {
+    const pattern = parsePattern(filters.type);
+    if (!pattern) throw ValidationError.field('type', 'must be an event type or a prefix such as contact.*');
+    if ('exact' in pattern) query = query.where('type', '=', pattern.exact);
+    // Prefixes are resource names (letters only), so LIKE has no wildcard to escape.
+    else if (pattern.prefix) query = query.where('type', 'like', `${pattern.prefix}%`);
+  }
+  if (filters.createdAfter !== undefined) query = query.where('created_at', '>', instant('created_after', filters.createdAfter));
+  if (filters.createdBefore !== undefined) query = query.where('created_at', '<', instant('created_before', filters.createdBefore));
+  if (page.after) query = query.where(afterPosition('events', page.after));
+  const rows = await query
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(page.limit + 1)
+    .execute();
+  const { items, hasMore } = toPage(rows, page.limit);
+  return { items: items.map(toEventView), hasMore };
+}
+
+export async function getEvent(ctx: Ctx, id: string): Promise<EventView> {
+  const resources = visibleResources(ctx);
+  const row = await ctx.db
+    .selectFrom('events')
+    .select(['id', 'type', 'data', 'created_at'])
+    .where('org_id', '=', ctx.orgId)
+    .where('id', '=', id)
+    .where('resource', 'in', resources)
+    .executeTakeFirst();
+  // An event of a resource the key cannot read is as absent as one of another organisation.
+  if (!row) throw new NotFoundError(`No event ${id}.`);
+  return toEventView(row);
+}
+
+/** Deletes events older than the retention period, with their deliveries (cascade). */
+export async function purgeOldEvents(db: Ctx['db'], now: Date, retentionDays: number): Promise<number> {
+  const cutoff = new Date(now.getTime() - retentionDays * 24 * 60 * 60 * 1000).toISOString();
+  const result = await db.deleteFrom('events').where('created_at', '<', cutoff).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,94 @@
+import { Type } from 'typebox';
+import { EVENT_TYPES } from '../../domain/events/types.js';
+import { Cursor, IdParam, Limit, ListOf, named, Timestamp } from './common.js';
+import { Contact } from './contacts.js';
+import { File } from './files.js';
+import { Group, GroupMember } from './groups.js';
+import { Label } from './labels.js';
+
+export const Event = named(
+  'Event',
+  Type.Object(
+    {
+      object: Type.Literal('event'),
+      id: Type.String({ examples: ['evt_0QfK2mN8xV3bR6tY1aB4'] }),
+      type: Type.String({ enum: [...EVENT_TYPES], description: 'What happened; `data.object` is the resource it happened to.' }),
+      created_at: Timestamp,
+      data: Type.Object(
+        {
+          object: Type.Union([Contact, Label, Group, GroupMember, File], {
+            description:
+              'The resource exactly as GET on it returned it at the moment of the change (for `*.deleted`: its last state). `group.member_*` events carry a `group_member`.',
+          }),
+          previous_attributes: Type.Optional(
+            Type.Object(
+              {},
+              {
+                additionalProperties: true,
+                description:
+                  'On `*.updated` only: the old values of the fields that changed (attaching or detaching a label changes `labels`).',
+              },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    {
+      additionalProperties: false,
+      description:
+        "A change to the organisation's data, whichever door it came through (API, dashboard, CSV import). Events are kept `EVENT_RETENTION_DAYS` (30) days.",
+      examples: [
+        {
+          object: 'event',
+          id: 'evt_0QfK2mN8xV3bR6tY1aB4',
+          type: 'contact.updated',
+          created_at: '2026-11-23T12:00:00.123Z',
+          data: {
+            object: {
+              object: 'contact',
+              id: 'con_4Hq7ZkP2mN8xV3bR6tY1',
+              first_name: 'Ada',
+              last_name: 'Lovelace',
+              email: 'ada@example.org',
+              phone: null,
+              address: null,
+              notes: null,
+              labels: [],
+              source_type: 'manual',
+              created_at: '2026-11-20T12:34:56.789Z',
+              updated_at: '2026-11-23T12:00:00.123Z',
+            },
+            previous_attributes: { email: 'ada@example.com' },
+          },
+        },
+      ],
+    },
+  ),
+);
+
+export const EventList = named('EventList', ListOf(Event, 'A page of events, oldest first.'));
+
+export const EventListQuery = Type.Object(
+  {
+    limit: Type.Optional(Limit),
+    cursor: Type.Optional(Cursor),
+    type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description: 'Only events of this type (`contact.updated`), or of every type with this prefix (`contact.*`).',
+        examples: ['contact.*'],
+      }),
+    ),
+    created_after: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Only events created strictly after this instant (ISO 8601).' }),
+    ),
+    created_before: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Only events created strictly before this instant (ISO 8601).' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const EventParams = Type.Object({ id: IdParam('evt', 'event') }, { additionalProperties: false });

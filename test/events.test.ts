@@ -1,0 +1,200 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Ctx } from '../src/domain/context.js';
+import { importContacts } from '../src/domain/contacts/import.js';
+import { signedIn } from './helpers/browserSession.js';
+import { ALL_SCOPES, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+
+interface EventBody {
+  object: 'event';
+  id: string;
+  type: string;
+  created_at: string;
+  data: { object: Record<string, unknown> & { id: string; object: string }; previous_attributes?: Record<string, unknown> };
+}
+
+/** Every change becomes an event, written with the change, readable through GET /events. */
+describe.each(DIALECTS)('events on %s', (dialect) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await makeHarness(dialect);
+  });
+  afterAll(() => h.close());
+
+  async function setup(): Promise<{ org: Org; key: string; events: (query?: string) => Promise<EventBody[]> }> {
+    const org = await h.newOrg();
+    const key = await org.key(ALL_SCOPES);
+    const events = async (query = '') => {
+      const all: EventBody[] = [];
+      let cursor: string | null = null;
+      do {
+        const sep: string = query ? '&' : '';
+        const res = await h.call(key, 'GET', `/api/v1/events?limit=100${sep}${query}${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(res.statusCode, res.body).toBe(200);
+        all.push(...(res.json().data as EventBody[]));
+        cursor = res.json().next_cursor as string | null;
+      } while (cursor);
+      return all;
+    };
+    return { org, key, events };
+  }
+
+  it('records every type through the API, with the resource as GET shows it and previous_attributes on updates', async () => {
+    const { key, events } = await setup();
+    const label = (await h.call(key, 'POST', '/api/v1/contacts/labels', { name: 'VIP' })).json();
+    const contact = (await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'Ada', email: 'ada@example.com' })).json();
+    await h.call(key, 'PATCH', `/api/v1/contacts/${contact.id}`, { phone: '+44 20', last_name: 'Lovelace' });
+    await h.call(key, 'PATCH', `/api/v1/contacts/${contact.id}`, { phone: '+44 20' }); // no change: no event
+    await h.call(key, 'PUT', `/api/v1/contacts/${contact.id}/labels/${label.id}`);
+    await h.call(key, 'DELETE', `/api/v1/contacts/${contact.id}/labels/${label.id}`);
+    await h.call(key, 'PATCH', `/api/v1/contacts/labels/${label.id}`, { name: 'Key' });
+    const group = (await h.call(key, 'POST', '/api/v1/groups', { name: 'G' })).json();
+    await h.call(key, 'PATCH', `/api/v1/groups/${group.id}`, { description: 'd' });
+    await h.call(key, 'POST', `/api/v1/groups/${group.id}/members`, { contact_ids: [contact.id] });
+    await h.call(key, 'POST', `/api/v1/groups/${group.id}/members`, { contact_ids: [contact.id] }); // already a member
+    await h.call(key, 'DELETE', `/api/v1/groups/${group.id}/members/${contact.id}`);
+    await h.call(key, 'POST', `/api/v1/groups/${group.id}/members`, { contact_ids: [contact.id] });
+    const reserved = (await h.call(key, 'POST', '/api/v1/files', { name: 'a.txt', content_type: 'text/plain', size: 3 })).json();
+    const upload = await h.app.inject({ method: 'PUT', url: new URL(reserved.upload_url).pathname, payload: 'abc' });
+    expect(upload.statusCode).toBe(200);
+    await h.call(key, 'DELETE', `/api/v1/files/${reserved.id}`);
+    const lastContact = (await h.call(key, 'GET', `/api/v1/contacts/${contact.id}`)).json();
+    await h.call(key, 'DELETE', `/api/v1/contacts/${contact.id}`);
+    await h.call(key, 'DELETE', `/api/v1/contacts/labels/${label.id}`);
+    await h.call(key, 'DELETE', `/api/v1/groups/${group.id}`);
+
+    const all = await events();
+    expect(all.map((e) => e.type)).toEqual([
+      'label.created',
+      'contact.created',
+      'contact.updated',
+      'contact.updated',
+      'contact.updated',
+      'label.updated',
+      'group.created',
+      'group.updated',
+      'group.member_added',
+      'group.member_removed',
+      'group.member_added',
+      'file.uploaded',
+      'file.deleted',
+      'contact.deleted', // leaving the group is part of it: no group.member_removed
+      'label.deleted',
+      'group.deleted',
+    ]);
+    const [, created, updated, attached, detached, relabelled] = all;
+    expect(created!.data).toEqual({ object: contact });
+    expect(updated!.data.previous_attributes).toEqual({ phone: null, last_name: '' });
+    expect(updated!.data.object).toMatchObject({ phone: '+44 20', last_name: 'Lovelace' });
+    expect(attached!.data.previous_attributes).toEqual({ labels: [] });
+    expect((attached!.data.object.labels as { id: string }[]).map((l) => l.id)).toEqual([label.id]);
+    expect(detached!.data.previous_attributes).toMatchObject({ labels: [expect.objectContaining({ id: label.id, name: 'VIP' })] });
+    expect(relabelled!.data.previous_attributes).toEqual({ name: 'VIP' });
+    const member = all.find((e) => e.type === 'group.member_added')!;
+    expect(member.data.object).toMatchObject({ object: 'group_member', id: contact.id, group_id: group.id, contact_id: contact.id });
+    const uploaded = all.find((e) => e.type === 'file.uploaded')!;
+    expect(uploaded.data.object).toMatchObject({
+      id: reserved.id,
+      status: 'ready',
+      sha256: createHash('sha256').update('abc').digest('hex'),
+    });
+    expect(all.find((e) => e.type === 'contact.deleted')!.data.object).toEqual(lastContact);
+    for (const event of all) {
+      expect(event.id).toMatch(/^evt_[0-9A-Za-z]{20}$/);
+      expect((await h.call(key, 'GET', `/api/v1/events/${event.id}`)).json()).toEqual(event);
+    }
+  });
+
+  it('writes no event for a change that was refused or rolled back', async () => {
+    const { key, events } = await setup();
+    await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'A', email: 'dup@example.com' });
+    const before = (await events()).length;
+    expect((await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'B', email: 'DUP@example.com' })).statusCode).toBe(409);
+    expect(
+      (await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'B', email: 'x@example.com', label_ids: ['lbl_nope'] })).statusCode,
+    ).toBe(400);
+    const g = (await h.call(key, 'POST', '/api/v1/groups', { name: 'G' })).json();
+    const missing = await h.call(key, 'POST', `/api/v1/groups/${g.id}/members`, { contact_ids: ['con_00000000000000000000'] });
+    expect(missing.statusCode).toBe(404);
+    expect((await events()).map((e) => e.type).slice(before)).toEqual(['group.created']);
+  });
+
+  it('records events from the dashboard and one contact.created per imported row', async () => {
+    const { org, events } = await setup();
+    const user = await signedIn(h, org.adminEmail);
+    expect((await user.post('/contacts', { first_name: 'Dash', email: 'dash@example.com' })).statusCode).toBe(303);
+    const ctx: Ctx = {
+      db: h.db.kysely,
+      orgId: org.orgId,
+      actor: { kind: 'user', userId: org.adminId, role: 'admin' },
+      requestId: 'test',
+      now: new Date(),
+    };
+    const refused = await importContacts(ctx, 'first_name,email\nA,a@example.com\n,bad\n', { partial: false });
+    expect(refused.written).toBe(false);
+    const result = await importContacts(ctx, 'first_name,email\nA,a@example.com\nB,b@example.com\n', { partial: false });
+    expect(result.counts.created).toBe(2);
+    const all = await events();
+    expect(all.map((e) => [e.type, e.data.object.email])).toEqual([
+      ['contact.created', 'dash@example.com'],
+      ['contact.created', 'a@example.com'],
+      ['contact.created', 'b@example.com'],
+    ]);
+    expect(all[1]!.data.object.source_type).toBe('import');
+  });
+
+  it('filters by type (exact or prefix) and time, with cursors bound to the filters', async () => {
+    const { key, events } = await setup();
+    for (let i = 0; i < 3; i++) await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'C', email: `c${i}@example.com` });
+    await h.call(key, 'POST', '/api/v1/groups', { name: 'G' });
+    const all = await events();
+    expect((await events('type=contact.created')).length).toBe(3);
+    expect((await events('type=group.*')).map((e) => e.type)).toEqual(['group.created']);
+    expect((await events('type=contact.*')).length).toBe(3);
+    const after = all[1]!.created_at;
+    expect((await events(`created_after=${encodeURIComponent(after)}`)).every((e) => e.created_at > after)).toBe(true);
+    expect((await events(`created_before=${encodeURIComponent(all[0]!.created_at)}`)).length).toBe(0);
+    for (const bad of ['type=contact', 'type=nope.*', 'type=*.created', 'created_after=yesterday']) {
+      const res = await h.call(key, 'GET', `/api/v1/events?${bad}`);
+      expect(res.statusCode, bad).toBe(400);
+      expect(res.json().code).toBe('invalid_request');
+    }
+    const page = (await h.call(key, 'GET', '/api/v1/events?limit=1&type=contact.*')).json();
+    expect(page.has_more).toBe(true);
+    const other = await h.call(key, 'GET', `/api/v1/events?limit=1&type=group.*&cursor=${page.next_cursor}`);
+    expect(other.statusCode).toBe(400);
+    expect(other.json().code).toBe('invalid_cursor');
+  });
+
+  it('shows a key only the events its read scopes cover', async () => {
+    const { org, key } = await setup();
+    const contact = (await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'S', email: 's@example.com' })).json();
+    await h.call(key, 'POST', '/api/v1/groups', { name: 'G' });
+    const groupsOnly = await org.key(['groups:read']);
+    const seen = (await h.call(groupsOnly, 'GET', '/api/v1/events')).json().data as EventBody[];
+    expect(seen.map((e) => e.type)).toEqual(['group.created']);
+    const all = (await h.call(key, 'GET', '/api/v1/events')).json().data as EventBody[];
+    const contactEvent = all.find((e) => e.data.object.id === contact.id)!;
+    expect((await h.call(groupsOnly, 'GET', `/api/v1/events/${contactEvent.id}`)).statusCode).toBe(404);
+    // Another organisation's event is as absent as one that does not exist.
+    const stranger = await (await h.newOrg()).key(ALL_SCOPES);
+    expect((await h.call(stranger, 'GET', `/api/v1/events/${contactEvent.id}`)).statusCode).toBe(404);
+    expect((await h.call(stranger, 'GET', '/api/v1/events')).json().data).toEqual([]);
+  });
+
+  it('never repeats or skips an event while new ones arrive during a walk', async () => {
+    const { key } = await setup();
+    for (let i = 0; i < 5; i++) await h.call(key, 'POST', '/api/v1/groups', { name: `G${i}` });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let added = 5;
+    do {
+      const res = await h.call(key, 'GET', `/api/v1/events?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      seen.push(...(res.json().data as EventBody[]).map((e) => e.data.object.name as string));
+      cursor = res.json().next_cursor;
+      if (cursor && added < 9) await h.call(key, 'POST', '/api/v1/groups', { name: `G${added++}` });
+    } while (cursor);
+    expect(added).toBeGreaterThan(6);
+    expect(seen).toEqual(Array.from({ length: added }, (_, i) => `G${i}`));
+  });
+});
