@@ -1,0 +1,248 @@
+/**
+ * `npm run bench`: orgdata against a bare Fastify app, each server in its own process and the load
+ * generator (autocannon) in this one, targets alternating within one run (warm-up, then a measured
+ * window, several rounds, medians). Machine noise is real: read the ratios, not the absolute times.
+ *
+ *   npm run bench
+ *   BENCH_ROUNDS=5 BENCH_SECONDS=10 BENCH_CONNECTIONS=20 npm run bench
+ *   BENCH_SETUPS=sqlite,postgres,postgres+redis npm run bench   (PostgreSQL from TEST_DATABASE_URL,
+ *                                                               Redis from TEST_REDIS_URL)
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { freePort, orgWithKey, serverEnv, startServerProcess, type ServerProcess } from '../test/helpers/serverProcess.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+const SEED = Number(process.env.BENCH_SEED_CONTACTS ?? 1000);
+const SETUPS = (
+  process.env.BENCH_SETUPS ??
+  [
+    'sqlite',
+    process.env.TEST_DATABASE_URL ? 'postgres' : '',
+    process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL ? 'postgres+redis' : '',
+  ]
+    .filter(Boolean)
+    .join(',')
+).split(',');
+
+interface Target {
+  name: string;
+  pid: () => number;
+  options: () => autocannon.Options;
+}
+
+interface Sample {
+  rps: number;
+  p50: number;
+  p99: number;
+  failed: number;
+  rssMb: number;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
+/** Resident memory of a process now, and its peak so far (Linux /proc). */
+function memoryOf(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
+}
+
+async function load(target: Target, seconds: number): Promise<Sample> {
+  const result = await autocannon({ connections: CONNECTIONS, duration: seconds, ...target.options() });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    failed: result.non2xx + result.errors + result.timeouts,
+    rssMb: memoryOf(target.pid()).rssMb,
+  };
+}
+
+async function startBare(): Promise<{ url: string; pid: number; stop(): void }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'bareServer.ts')], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: 'inherit',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(`${url}/ping`)).ok) return { url, pid: child.pid!, stop: () => child.kill('SIGTERM') };
+    } catch {
+      // not yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('the bare server did not start');
+}
+
+/** A running orgdata with a key and SEED contacts (with a label), plus a few groups for events. */
+async function startOrgdata(
+  setup: string,
+): Promise<{ proc: ServerProcess; url: string; key: string; ids: string[]; stop(): Promise<void> }> {
+  const redis = setup.endsWith('+redis') ? { REDIS_URL: process.env.TEST_REDIS_URL! } : {};
+  const env = await serverEnv(setup.startsWith('postgres') ? 'postgres' : 'sqlite', { ...redis, LOG_LEVEL: 'error' });
+  const { key } = await orgWithKey(env.env);
+  const proc = await startServerProcess(env);
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const label = (await (await fetch(`${env.url}/api/v1/contacts/labels`, { method: 'POST', headers, body: '{"name":"VIP"}' })).json()) as {
+    id: string;
+  };
+  const ids: string[] = [];
+  for (let i = 0; i < SEED; i += 20) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(20, SEED - i) }, async (_, j) => {
+        const res = await fetch(`${env.url}/api/v1/contacts`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({
+            first_name: `Seed ${i + j}`,
+            last_name: 'Contact',
+            email: `seed-${i + j}@example.com`,
+            phone: '+44 20 7946 0000',
+            label_ids: [label.id],
+          }),
+        });
+        if (res.status !== 201) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
+        return ((await res.json()) as { id: string }).id;
+      }),
+    );
+    ids.push(...batch);
+  }
+  return {
+    proc,
+    url: env.url,
+    key,
+    ids,
+    async stop() {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+      await env.dispose();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const bare = await startBare();
+  const results = new Map<string, Sample[]>();
+  const peaks = new Map<string, number>();
+  const run = `${process.pid}-${Date.now()}`;
+  let counter = 0;
+  try {
+    const servers = [];
+    for (const setup of SETUPS) servers.push({ setup, ...(await startOrgdata(setup)) });
+    const targets: Target[] = [
+      { name: 'bare /ping', pid: () => bare.pid, options: () => ({ url: `${bare.url}/ping` }) },
+      { name: 'bare /list', pid: () => bare.pid, options: () => ({ url: `${bare.url}/list` }) },
+    ];
+    for (const server of servers) {
+      const auth = { authorization: `Bearer ${server.key}` };
+      const pid = () => server.proc.child.pid!;
+      targets.push(
+        { name: `${server.setup} list-25`, pid, options: () => ({ url: `${server.url}/api/v1/contacts?limit=25`, headers: auth }) },
+        {
+          name: `${server.setup} get-by-id`,
+          pid,
+          options: () => ({
+            url: server.url,
+            requests: [
+              {
+                method: 'GET',
+                setupRequest: (request) => ({
+                  ...request,
+                  path: `/api/v1/contacts/${server.ids[Math.floor(Math.random() * server.ids.length)]}`,
+                  headers: auth,
+                }),
+              },
+            ],
+          }),
+        },
+        {
+          name: `${server.setup} create`,
+          pid,
+          options: () => ({
+            url: server.url,
+            requests: [
+              {
+                method: 'POST',
+                path: '/api/v1/contacts',
+                setupRequest: (request) => {
+                  const n = counter++;
+                  return {
+                    ...request,
+                    headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': `bench-${run}-${n}` },
+                    body: JSON.stringify({ first_name: 'Bench', last_name: `N${n}`, email: `bench-${run}-${n}@example.com` }),
+                  };
+                },
+              },
+            ],
+          }),
+        },
+        { name: `${server.setup} events-25`, pid, options: () => ({ url: `${server.url}/api/v1/events?limit=25`, headers: auth }) },
+      );
+    }
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const target of targets) {
+        process.stderr.write(`round ${round}/${ROUNDS}: ${target.name}…\n`);
+        await load(target, WARMUP);
+        const sample = await load(target, SECONDS);
+        results.set(target.name, [...(results.get(target.name) ?? []), sample]);
+        peaks.set(target.name, Math.max(peaks.get(target.name) ?? 0, memoryOf(target.pid()).peakMb));
+      }
+    }
+    for (const server of servers) await server.stop();
+  } finally {
+    bare.stop();
+  }
+
+  const summary = [...results.entries()].map(([name, samples]) => ({
+    name,
+    rps: median(samples.map((s) => s.rps)),
+    p50: median(samples.map((s) => s.p50)),
+    p99: median(samples.map((s) => s.p99)),
+    failed: samples.reduce((n, s) => n + s.failed, 0),
+    rssMb: median(samples.map((s) => s.rssMb)),
+    peakMb: peaks.get(name) ?? 0,
+  }));
+  const rpsOf = (name: string) => summary.find((s) => s.name === name)?.rps ?? NaN;
+  const ping = rpsOf('bare /ping');
+  const list = rpsOf('bare /list');
+  console.log(
+    `\n${ROUNDS} rounds × (${WARMUP} s warm-up + ${SECONDS} s measured), ${CONNECTIONS} connections, ${SEED} seeded contacts; medians\n`,
+  );
+  console.table(
+    summary.map((s) => ({
+      target: s.name,
+      'req/s': Math.round(s.rps),
+      'p50 ms': s.p50,
+      'p99 ms': s.p99,
+      '% of /ping': `${((s.rps / ping) * 100).toFixed(1)}`,
+      '% of /list': `${((s.rps / list) * 100).toFixed(1)}`,
+      'RSS MB': Math.round(s.rssMb),
+      'peak RSS MB': Math.round(s.peakMb),
+      failed: s.failed,
+    })),
+  );
+  const verdict = (label: string, value: number, target: number) =>
+    console.log(`${label}: ${(value * 100).toFixed(1)} % (target ≥ ${target * 100} %: ${value >= target ? 'met' : 'NOT met'})`);
+  for (const setup of SETUPS) {
+    verdict(`${setup} list-25 / bare /list`, rpsOf(`${setup} list-25`) / list, 0.5);
+    verdict(`${setup} create / bare /ping`, rpsOf(`${setup} create`) / ping, 0.15);
+    verdict(`${setup} get-by-id / bare /list`, rpsOf(`${setup} get-by-id`) / list, 0.6);
+  }
+  if (SETUPS.includes('sqlite') && SETUPS.includes('postgres')) {
+    verdict('postgres list-25 / sqlite list-25', rpsOf('postgres list-25') / rpsOf('sqlite list-25'), 0.5);
+  }
+  if (summary.some((s) => s.failed > 0)) {
+    console.log('warning: some requests failed; those figures are not comparable.');
+    process.exitCode = 1;
+  }
+}
+
+await main();
