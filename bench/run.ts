@@ -86,7 +86,7 @@ async function startBare(): Promise<{ url: string; pid: number; stop(): void }> 
 async function startOrgdata(
   setup: string,
 ): Promise<{ proc: ServerProcess; url: string; key: string; ids: string[]; stop(): Promise<void> }> {
-  const redis = setup.endsWith('+redis') ? { REDIS_URL: process.env.TEST_REDIS_URL! } : {};
+  const redis: Record<string, string> = setup.endsWith('+redis') ? { REDIS_URL: process.env.TEST_REDIS_URL! } : {};
   const env = await serverEnv(setup.startsWith('postgres') ? 'postgres' : 'sqlite', { ...redis, LOG_LEVEL: 'error' });
   const { key } = await orgWithKey(env.env);
   const proc = await startServerProcess(env);
