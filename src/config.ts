@@ -41,6 +41,8 @@ export interface Config {
   webhookRetrySchedule: number[];
   /** An endpoint is disabled after this many consecutive failed deliveries. */
   webhookDisableAfterFailures: number;
+  /** Whether this instance sends webhook deliveries (off: an API-only instance; others send them). */
+  webhookWorker: boolean;
   /** Where file bytes live: `local` (DATA_DIR/files) or `s3` (an S3-compatible bucket). */
   blobStore: 'local' | 's3';
   /** The bucket's settings; null unless BLOB_STORE=s3. */
@@ -157,7 +159,10 @@ function s3Settings(env: Env, maxFileBytes: number, downloadUrlTtlSeconds: numbe
   const accessKeyId = env.S3_ACCESS_KEY_ID ?? '';
   const secretAccessKey = env.S3_SECRET_ACCESS_KEY ?? '';
   if ((accessKeyId === '') !== (secretAccessKey === '')) {
-    throw new ConfigError(accessKeyId ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID', 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together');
+    throw new ConfigError(
+      accessKeyId ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID',
+      'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together',
+    );
   }
   const presignedDownloads = bool(env, 'S3_PRESIGNED_DOWNLOADS', false);
   if (presignedDownloads && downloadUrlTtlSeconds > S3_MAX_PRESIGN_SECONDS) {
@@ -245,6 +250,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutSeconds: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
     webhookRetrySchedule: retrySchedule(env),
     webhookDisableAfterFailures: int(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 100, 1, 1_000_000),
+    webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
     blobStore: blobStore(env),
     s3: blobStore(env) === 's3' ? s3Settings(env, maxFileBytes, downloadUrlTtlSeconds) : null,
   };

@@ -1,8 +1,6 @@
 import { createHash, randomBytes, randomFillSync } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import path from 'node:path';
 import { Readable } from 'node:stream';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import v8 from 'node:v8';
@@ -11,8 +9,11 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { purgeAbandonedUploads } from '../src/domain/files/files.js';
 import { SignedLinks } from '../src/domain/files/links.js';
-import { LocalBlobStore } from '../src/infra/blobs/localBlobStore.js';
+import { openBlobStore } from '../src/infra/choose.js';
+import { STORES, storeHarness, type StoreKind, type StoreProbe } from './helpers/blobStores.js';
+import { checkResponse } from './helpers/contract.js';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { LocalS3 } from './helpers/localS3.js';
 
 interface FileBody {
   object: 'file';
@@ -39,16 +40,10 @@ const pathOf = (url: string) => new URL(url).pathname;
 /** One character of `token` at `index` replaced by another allowed one. */
 const alter = (token: string, index: number) => token.slice(0, index) + (token[index] === 'A' ? 'B' : 'A') + token.slice(index + 1);
 
-/** Every regular file under `dir` (relative paths), e.g. blobs and `.part` leftovers. */
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return (readdirSync(dir, { recursive: true }) as string[]).filter((name) => statSync(path.join(dir, name)).isFile()).sort();
-}
-
-async function waitFor(what: string, condition: () => boolean): Promise<void> {
+async function waitFor(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
   // A safety net against hanging, not a timing assertion.
   for (let i = 0; i < 1000; i++) {
-    if (condition()) return;
+    if (await condition()) return;
     await sleep(10);
   }
   throw new Error(`gave up waiting for ${what}`);
@@ -74,16 +69,31 @@ const memory = (): Memory => {
   return { rss, arrayBuffers };
 };
 
-function fileSuite(dialect: (typeof DIALECTS)[number]) {
+/** The S3-compatible server of the `s3` runs, shared by every suite of this file (a bucket each). */
+let s3: LocalS3;
+beforeAll(async () => {
+  s3 = await LocalS3.start();
+});
+afterAll(() => s3.close());
+
+/**
+ * Memory a streamed 20 MiB transfer may hold, in MiB: at its peak (array buffers) and after it
+ * (RSS). The local store holds a few chunks. The S3 store holds up to three 5 MiB multipart parts
+ * at once (the one in flight, the one being assembled, and its copy when assembled), whatever the
+ * file's size (about 15 MiB, still short of the 20 that holding the file would show); the
+ * allocator may keep such freed buffers in the RSS afterwards.
+ */
+const MAX_HELD_MIB: Record<StoreKind, { peak: number; rss: number }> = { local: { peak: 10, rss: 10 }, s3: { peak: 18, rss: 25 } };
+
+function fileSuite(dialect: (typeof DIALECTS)[number], store: StoreKind) {
   let h: Harness;
+  let probe: StoreProbe;
   let org: Org;
   let key: string;
-  let filesDir: string;
   beforeAll(async () => {
-    h = await makeHarness(dialect);
+    ({ h, probe } = await storeHarness(dialect, store, s3));
     org = await h.newOrg();
     key = await org.key(['files:write']);
-    filesDir = path.join(h.config.dataDir, 'files');
   });
   afterAll(() => h.close());
   afterEach(() => {
@@ -110,8 +120,8 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
   }
 
   const getFile = async (id: string): Promise<FileBody> => (await h.call(key, 'GET', `/api/v1/files/${id}`)).json();
-  const blobs = () => filesUnder(path.join(filesDir, 'blobs'));
-  const leftovers = () => filesUnder(path.join(filesDir, 'tmp'));
+  const blobs = () => probe.blobs();
+  const leftovers = () => probe.leftovers();
 
   it('reserves, uploads without an API key, gets and downloads a file byte-identical', async () => {
     const before = Date.now();
@@ -153,8 +163,8 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
       uploaded_at: expect.stringMatching(TIMESTAMP),
     });
     expect(await getFile(r.id)).toEqual(ready);
-    expect(blobs()).toHaveLength(1);
-    expect(leftovers()).toEqual([]);
+    expect(await blobs()).toHaveLength(1);
+    expect(await leftovers()).toEqual([]);
 
     const link = await h.call(key, 'GET', `/api/v1/files/${r.id}/download`);
     expect(link.statusCode).toBe(200);
@@ -308,8 +318,8 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
       expect(res.json().code).toBe('size_mismatch');
     }
     expect(await getFile(r.id)).toMatchObject({ status: 'pending', sha256: null });
-    expect(blobs().filter((b) => b.includes(r.id))).toEqual([]);
-    expect(leftovers()).toEqual([]);
+    expect((await blobs()).filter((b) => b.includes(r.id))).toEqual([]);
+    expect(await leftovers()).toEqual([]);
     // The link still works for the right bytes.
     const ok = await put(r.upload_url, '1234567890');
     expect(ok.statusCode, ok.body).toBe(200);
@@ -332,8 +342,8 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
     const winner = results.find((x) => x.statusCode === 200)!.json();
     expect(['aaaa', 'bbbb'].map((x) => sha256(x))).toContain(winner.sha256);
     expect(sha256((await download(race.id)).rawPayload)).toBe(winner.sha256);
-    expect(blobs().filter((b) => b.includes(race.id))).toHaveLength(1);
-    expect(leftovers()).toEqual([]);
+    expect((await blobs()).filter((b) => b.includes(race.id))).toHaveLength(1);
+    expect(await leftovers()).toEqual([]);
   });
 
   it('answers 410 for an expired upload link and 403 for a tampered or foreign one', async () => {
@@ -452,7 +462,7 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
   it('deletes a file and its bytes; other organisations see nothing', async () => {
     const r = await reserve({ size: 6 });
     expect((await put(r.upload_url, 'secret')).statusCode).toBe(200);
-    expect(blobs().filter((b) => b.includes(r.id))).toHaveLength(1);
+    expect((await blobs()).filter((b) => b.includes(r.id))).toHaveLength(1);
 
     const other = await h.newOrg();
     const otherKey = await other.key(['files:write']);
@@ -464,7 +474,7 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
     const deleted = await h.call(key, 'DELETE', `/api/v1/files/${r.id}`);
     expect(deleted.statusCode).toBe(200);
     expect(deleted.json()).toEqual({ object: 'file', id: r.id, deleted: true });
-    expect(blobs().filter((b) => b.includes(r.id))).toEqual([]);
+    expect((await blobs()).filter((b) => b.includes(r.id))).toEqual([]);
     expect((await h.call(key, 'GET', `/api/v1/files/${r.id}`)).statusCode).toBe(404);
     expect((await h.call(key, 'GET', `/api/v1/files/${r.id}/download`)).statusCode).toBe(404);
     expect((await h.call(key, 'DELETE', `/api/v1/files/${r.id}`)).statusCode).toBe(404);
@@ -475,8 +485,8 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
     const late = await put(p.upload_url, 'x');
     expect(late.statusCode).toBe(404);
     expect(late.json().code).toBe('not_found');
-    expect(blobs().filter((b) => b.includes(p.id))).toEqual([]);
-    expect(leftovers()).toEqual([]);
+    expect((await blobs()).filter((b) => b.includes(p.id))).toEqual([]);
+    expect(await leftovers()).toEqual([]);
   });
 
   it('replays a reservation with the same upload_url, even after it expired; a fresh key then works', async () => {
@@ -505,10 +515,11 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
     expect(fresh.statusCode).toBe(201);
     expect(fresh.headers['idempotent-replayed']).toBeUndefined();
     expect(fresh.json().id).not.toBe(first.json().id);
+    // Back to the real clock: an object store refuses requests signed 16 minutes off its own time.
+    vi.useRealTimers();
     const done = await put(fresh.json().upload_url, 'data');
     expect(done.statusCode, done.body).toBe(200);
     expect(done.json().status).toBe('ready');
-    vi.useRealTimers();
     expect((await download(fresh.json().id)).body).toBe('data');
     // The abandoned reservation is still pending (until the purge removes it).
     expect((await getFile(first.json().id)).status).toBe('pending');
@@ -567,7 +578,15 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
         const req = http.request(`${base}${pathOf(url)}`, { method: 'PUT', headers }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString() }));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString();
+            try {
+              checkResponse('PUT', pathOf(url), res.statusCode!, res.headers, text);
+            } catch (error) {
+              return reject(error as Error);
+            }
+            resolve({ status: res.statusCode!, body: text });
+          });
           res.on('error', reject);
         });
         req.on('error', reject);
@@ -624,7 +643,15 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
                 });
               }
             });
-            res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
+            res.on('end', () => {
+              try {
+                // The bytes were hashed as they streamed: status and content type are checked.
+                checkResponse('GET', pathOf(link.url), res.statusCode!, res.headers);
+              } catch (error) {
+                return reject(error as Error);
+              }
+              resolve({ status: res.statusCode!, headers: res.headers });
+            });
             res.on('error', reject);
           })
           .on('error', reject);
@@ -645,13 +672,14 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
       // streaming holds a few chunks at most. (The RSS is compared before and after only: it
       // also moves with the heap and the allocator, so its transient peaks say little.)
       const peak = Math.max(...samples.map((s) => s.arrayBuffers)) - baseline.arrayBuffers;
-      expect(peak / MiB).toBeLessThan(10);
+      expect(peak / MiB).toBeLessThan(MAX_HELD_MIB[store].peak);
       expect((after.arrayBuffers - baseline.arrayBuffers) / MiB).toBeLessThan(10);
-      expect((after.rss - baseline.rss) / MiB).toBeLessThan(10);
+      expect((after.rss - baseline.rss) / MiB).toBeLessThan(MAX_HELD_MIB[store].rss);
     });
 
     it('leaves an upload cut off halfway pending, with no partial bytes, and the link still works', async () => {
-      const size = 4 * MiB;
+      // Big enough that the S3 store has sent a 5 MiB multipart part before the cut.
+      const size = 12 * MiB;
       const r = await reserve({ name: 'cut.bin', content_type: 'application/octet-stream', size });
       const bytes = randomBytes(size);
       const { port } = new URL(base);
@@ -660,24 +688,23 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
       socket.write(
         `PUT ${pathOf(r.upload_url)} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`,
       );
-      socket.write(bytes.subarray(0, size / 2));
-      // Wait until the server has written what arrived, then cut the connection.
-      const partSize = () => leftovers().reduce((n, name) => n + statSync(path.join(filesDir, 'tmp', name)).size, 0);
-      await waitFor('half the bytes on disk', () => partSize() === size / 2);
+      socket.write(bytes.subarray(0, (size * 2) / 3));
+      // Wait until the store holds some of what arrived, then cut the connection.
+      await waitFor('bytes in the store', async () => (await probe.receivedBytes()) >= 5 * MiB);
       socket.destroy();
-      await waitFor('the partial upload to be removed', () => leftovers().length === 0);
+      await waitFor('the partial upload to be removed', async () => (await leftovers()).length === 0);
 
       expect(await getFile(r.id)).toMatchObject({ status: 'pending', sha256: null, uploaded_at: null });
-      expect(blobs().filter((b) => b.includes(r.id))).toEqual([]);
-      expect(leftovers()).toEqual([]);
+      expect((await blobs()).filter((b) => b.includes(r.id))).toEqual([]);
+      expect(await leftovers()).toEqual([]);
       const dl = await h.call(key, 'GET', `/api/v1/files/${r.id}/download`);
       expect(dl.statusCode).toBe(409);
 
       const retry = await httpPut(r.upload_url, bytes, { 'content-type': 'application/octet-stream', 'content-length': size });
       expect(retry.status, retry.body).toBe(200);
       expect(JSON.parse(retry.body)).toMatchObject({ status: 'ready', sha256: sha256(bytes) });
-      expect(blobs().filter((b) => b.includes(r.id))).toHaveLength(1);
-      expect(leftovers()).toEqual([]);
+      expect((await blobs()).filter((b) => b.includes(r.id))).toHaveLength(1);
+      expect(await leftovers()).toEqual([]);
       expect(sha256((await download(r.id)).rawPayload)).toBe(sha256(bytes));
     });
 
@@ -691,117 +718,120 @@ function fileSuite(dialect: (typeof DIALECTS)[number]) {
         expect(JSON.parse(res.body).code).toBe('size_mismatch');
       }
       expect((await getFile(r.id)).status).toBe('pending');
-      expect(leftovers()).toEqual([]);
+      expect(await leftovers()).toEqual([]);
       const ok = await httpPut(r.upload_url, Readable.from([Buffer.from('01234'), Buffer.from('56789')]), {});
       expect(ok.status, ok.body).toBe(200);
     });
   });
 }
 
-describe.each(DIALECTS)('files on %s', (dialect) => {
-  fileSuite(dialect);
+describe.each(DIALECTS.flatMap((dialect) => STORES.map((store) => [dialect, store] as const)))(
+  'files on %s, %s store',
+  (dialect, store) => {
+    fileSuite(dialect, store);
 
-  describe('size limits', () => {
-    let small: Harness;
-    let key: string;
-    beforeAll(async () => {
-      small = await makeHarness(dialect, { env: { MAX_FILE_BYTES: '1000' } });
-      key = await (await small.newOrg()).key(['files:write']);
-    });
-    afterAll(() => small.close());
-
-    const reserve = async (size: number) => {
-      const res = await small.call(key, 'POST', '/api/v1/files', { name: 'a.bin', content_type: 'application/octet-stream', size });
-      return res;
-    };
-
-    it('refuses a reservation over MAX_FILE_BYTES and an upload declaring more than it', async () => {
-      const over = await reserve(1001);
-      expect(over.statusCode).toBe(400);
-      expect(over.json().code).toBe('invalid_request');
-      expect(over.json().errors).toEqual([{ field: 'size', message: expect.stringContaining('1000') }]);
-
-      const r = (await reserve(1000)).json();
-      const tooLarge = await small.app.inject({ method: 'PUT', url: pathOf(r.upload_url), payload: Buffer.alloc(2000) });
-      expect(tooLarge.statusCode).toBe(413);
-      expect(tooLarge.json()).toMatchObject({ code: 'payload_too_large', status: 413 });
-      expect(tooLarge.headers.connection).toBe('close');
-      const short = await small.app.inject({ method: 'PUT', url: pathOf(r.upload_url), payload: Buffer.alloc(999) });
-      expect(short.statusCode).toBe(400);
-      expect(short.json().code).toBe('size_mismatch');
-      // Without a Content-Length the store stops at the reserved size.
-      const chunked = await small.app.inject({
-        method: 'PUT',
-        url: pathOf(r.upload_url),
-        payload: Readable.from([Buffer.alloc(600), Buffer.alloc(600)]),
+    describe('size limits', () => {
+      let small: Harness;
+      let smallProbe: StoreProbe;
+      let key: string;
+      beforeAll(async () => {
+        ({ h: small, probe: smallProbe } = await storeHarness(dialect, store, s3, { env: { MAX_FILE_BYTES: '1000' } }));
+        key = await (await small.newOrg()).key(['files:write']);
       });
-      expect(chunked.statusCode).toBe(400);
-      expect(chunked.json().code).toBe('size_mismatch');
-      expect(filesUnder(path.join(small.config.dataDir, 'files'))).toEqual([]);
+      afterAll(() => small.close());
 
-      const ok = await small.app.inject({ method: 'PUT', url: pathOf(r.upload_url), payload: Buffer.alloc(1000, 7) });
-      expect(ok.statusCode, ok.body).toBe(200);
-      expect(ok.json().sha256).toBe(sha256(Buffer.alloc(1000, 7)));
-    });
+      const reserve = async (size: number) => {
+        const res = await small.call(key, 'POST', '/api/v1/files', { name: 'a.bin', content_type: 'application/octet-stream', size });
+        return res;
+      };
 
-    it.runIf(dialect === 'postgres')('answers 413 for a reservation made before MAX_FILE_BYTES was lowered', async () => {
-      const big = await makeHarness(dialect, { shareDbWith: small });
-      try {
-        const bigKey = await (await big.newOrg()).key(['files:write']);
-        const res = await big.call(bigKey, 'POST', '/api/v1/files', {
-          name: 'a.bin',
-          content_type: 'application/octet-stream',
-          size: 1500,
-        });
-        expect(res.statusCode).toBe(201);
-        const tooLarge = await small.app.inject({ method: 'PUT', url: pathOf(res.json().upload_url), payload: Buffer.alloc(1500) });
+      it('refuses a reservation over MAX_FILE_BYTES and an upload declaring more than it', async () => {
+        const over = await reserve(1001);
+        expect(over.statusCode).toBe(400);
+        expect(over.json().code).toBe('invalid_request');
+        expect(over.json().errors).toEqual([{ field: 'size', message: expect.stringContaining('1000') }]);
+
+        const r = (await reserve(1000)).json();
+        const tooLarge = await small.app.inject({ method: 'PUT', url: pathOf(r.upload_url), payload: Buffer.alloc(2000) });
         expect(tooLarge.statusCode).toBe(413);
-        expect(tooLarge.json().code).toBe('payload_too_large');
-      } finally {
-        await big.close();
-      }
+        expect(tooLarge.json()).toMatchObject({ code: 'payload_too_large', status: 413 });
+        expect(tooLarge.headers.connection).toBe('close');
+        const short = await small.app.inject({ method: 'PUT', url: pathOf(r.upload_url), payload: Buffer.alloc(999) });
+        expect(short.statusCode).toBe(400);
+        expect(short.json().code).toBe('size_mismatch');
+        // Without a Content-Length the store stops at the reserved size.
+        const chunked = await small.app.inject({
+          method: 'PUT',
+          url: pathOf(r.upload_url),
+          payload: Readable.from([Buffer.alloc(600), Buffer.alloc(600)]),
+        });
+        expect(chunked.statusCode).toBe(400);
+        expect(chunked.json().code).toBe('size_mismatch');
+        expect(await smallProbe.blobs()).toEqual([]);
+        expect(await smallProbe.leftovers()).toEqual([]);
+
+        const ok = await small.app.inject({ method: 'PUT', url: pathOf(r.upload_url), payload: Buffer.alloc(1000, 7) });
+        expect(ok.statusCode, ok.body).toBe(200);
+        expect(ok.json().sha256).toBe(sha256(Buffer.alloc(1000, 7)));
+      });
+
+      it.runIf(dialect === 'postgres')('answers 413 for a reservation made before MAX_FILE_BYTES was lowered', async () => {
+        const big = await makeHarness(dialect, { shareDbWith: small });
+        try {
+          const bigKey = await (await big.newOrg()).key(['files:write']);
+          const res = await big.call(bigKey, 'POST', '/api/v1/files', {
+            name: 'a.bin',
+            content_type: 'application/octet-stream',
+            size: 1500,
+          });
+          expect(res.statusCode).toBe(201);
+          const tooLarge = await small.app.inject({ method: 'PUT', url: pathOf(res.json().upload_url), payload: Buffer.alloc(1500) });
+          expect(tooLarge.statusCode).toBe(413);
+          expect(tooLarge.json().code).toBe('payload_too_large');
+        } finally {
+          await big.close();
+        }
+      });
     });
-  });
 
-  describe('purging abandoned uploads', () => {
-    let p: Harness;
-    beforeAll(async () => {
-      p = await makeHarness(dialect);
+    describe('purging abandoned uploads', () => {
+      let p: Harness;
+      let pProbe: StoreProbe;
+      beforeAll(async () => {
+        ({ h: p, probe: pProbe } = await storeHarness(dialect, store, s3));
+      });
+      afterAll(() => p.close());
+
+      it('deletes pending reservations whose link expired, keeps the rest, and sweeps old partial files', async () => {
+        const k = await (await p.newOrg()).key(['files:write']);
+        const made = async (size: number) =>
+          (
+            await p.call(k, 'POST', '/api/v1/files', { name: 'p.bin', content_type: 'application/octet-stream', size })
+          ).json() as Reservation;
+        const abandoned = await made(3);
+        const uploaded = await made(3);
+        expect((await p.app.inject({ method: 'PUT', url: pathOf(uploaded.upload_url), payload: 'abc' })).statusCode).toBe(200);
+
+        await pProbe.plantLeftover('stale', new Date(Date.now() - 2 * 24 * 3600 * 1000));
+        await pProbe.plantLeftover('fresh', new Date());
+        const blobStore = openBlobStore(p.config);
+
+        // Before the link expires nothing goes.
+        expect(await purgeAbandonedUploads(p.db.kysely, blobStore, new Date(Date.parse(abandoned.upload_expires_at) - 1))).toBe(0);
+        expect((await p.call(k, 'GET', `/api/v1/files/${abandoned.id}`)).statusCode).toBe(200);
+
+        const later = await made(3); // its link outlives the purge below
+        expect(await purgeAbandonedUploads(p.db.kysely, blobStore, new Date(Date.parse(abandoned.upload_expires_at) + 1))).toBe(1);
+        expect((await p.call(k, 'GET', `/api/v1/files/${abandoned.id}`)).statusCode).toBe(404);
+        expect((await p.call(k, 'GET', `/api/v1/files/${uploaded.id}`)).json().status).toBe('ready');
+        expect((await p.call(k, 'GET', `/api/v1/files/${later.id}`)).json().status).toBe('pending');
+        expect(await pProbe.leftovers()).toEqual([expect.stringContaining('fresh')]);
+        const gone = await p.app.inject({ method: 'PUT', url: pathOf(abandoned.upload_url), payload: 'abc' });
+        expect(gone.statusCode).toBe(404);
+
+        const list = (await p.call(k, 'GET', '/api/v1/files?status=pending')).json();
+        expect(list.data.map((f: FileBody) => f.id)).toEqual([later.id]);
+      });
     });
-    afterAll(() => p.close());
-
-    it('deletes pending reservations whose link expired, keeps the rest, and sweeps old partial files', async () => {
-      const k = await (await p.newOrg()).key(['files:write']);
-      const made = async (size: number) =>
-        (await p.call(k, 'POST', '/api/v1/files', { name: 'p.bin', content_type: 'application/octet-stream', size })).json() as Reservation;
-      const abandoned = await made(3);
-      const uploaded = await made(3);
-      expect((await p.app.inject({ method: 'PUT', url: pathOf(uploaded.upload_url), payload: 'abc' })).statusCode).toBe(200);
-
-      const filesDir = path.join(p.config.dataDir, 'files');
-      const tmp = path.join(filesDir, 'tmp');
-      mkdirSync(tmp, { recursive: true });
-      writeFileSync(path.join(tmp, 'stale.part'), 'x');
-      const twoDaysAgo = new Date(Date.now() - 2 * 24 * 3600 * 1000);
-      utimesSync(path.join(tmp, 'stale.part'), twoDaysAgo, twoDaysAgo);
-      writeFileSync(path.join(tmp, 'fresh.part'), 'x');
-      const store = new LocalBlobStore(filesDir);
-
-      // Before the link expires nothing goes.
-      expect(await purgeAbandonedUploads(p.db.kysely, store, new Date(Date.parse(abandoned.upload_expires_at) - 1))).toBe(0);
-      expect((await p.call(k, 'GET', `/api/v1/files/${abandoned.id}`)).statusCode).toBe(200);
-
-      const later = await made(3); // its link outlives the purge below
-      expect(await purgeAbandonedUploads(p.db.kysely, store, new Date(Date.parse(abandoned.upload_expires_at) + 1))).toBe(1);
-      expect((await p.call(k, 'GET', `/api/v1/files/${abandoned.id}`)).statusCode).toBe(404);
-      expect((await p.call(k, 'GET', `/api/v1/files/${uploaded.id}`)).json().status).toBe('ready');
-      expect((await p.call(k, 'GET', `/api/v1/files/${later.id}`)).json().status).toBe('pending');
-      expect(readdirSync(tmp)).toEqual(['fresh.part']);
-      const gone = await p.app.inject({ method: 'PUT', url: pathOf(abandoned.upload_url), payload: 'abc' });
-      expect(gone.statusCode).toBe(404);
-
-      const list = (await p.call(k, 'GET', '/api/v1/files?status=pending')).json();
-      expect(list.data.map((f: FileBody) => f.id)).toEqual([later.id]);
-    });
-  });
-});
+  },
+);

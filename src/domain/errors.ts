@@ -100,3 +100,13 @@ export class RateLimitedError extends ServiceError {
     super(message, extra);
   }
 }
+
+/** A service the operation needs (the file store) cannot be reached; nothing was changed. Retry later. */
+export class UnavailableError extends ServiceError {
+  readonly code = 'storage_unavailable';
+
+  constructor(message: string, cause: unknown) {
+    super(message);
+    this.cause = cause;
+  }
+}

@@ -76,6 +76,11 @@ export const ERROR_CODES = {
     summary: 'Something failed on our side. Nothing about it is disclosed; quote the request_id to the operator.',
   },
   service_unavailable: { status: 503, summary: 'The server is starting or shutting down. Retry shortly.' },
+  storage_unavailable: {
+    status: 503,
+    summary:
+      'File storage cannot be reached right now; nothing was changed (an upload leaves the file `pending`). Retry the same request shortly.',
+  },
 } as const satisfies Record<string, { status: number; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -9,6 +9,7 @@ import {
   RateLimitedError,
   ServiceError,
   UnauthorizedError,
+  UnavailableError,
   UnprocessableError,
   ValidationError,
   type FieldError,
@@ -27,6 +28,7 @@ export function statusOf(error: ServiceError): number {
   if (error instanceof PayloadTooLargeError) return 413;
   if (error instanceof UnprocessableError) return 422;
   if (error instanceof RateLimitedError) return 429;
+  if (error instanceof UnavailableError) return 503;
   return 500;
 }
 
@@ -86,6 +88,7 @@ export function errorHandler(docsUrl: string) {
       if (error instanceof UnauthorizedError) reply.header('www-authenticate', 'Bearer realm="orgdata"');
       if (error instanceof RateLimitedError) reply.header('retry-after', String(error.retryAfterSeconds));
       if (status === 500) request.log.error({ err: error }, 'unmapped domain error');
+      if (status === 503) request.log.warn({ err: error.cause }, error.message);
       return sendProblem(request, reply, docsUrl, status, error.code, error.message, extra);
     }
     const fastifyError = error as FastifyError;

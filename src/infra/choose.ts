@@ -2,6 +2,8 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import type { BlobStore } from './blobs/blobStore.js';
 import { LocalBlobStore } from './blobs/localBlobStore.js';
+import { S3BlobStore } from './blobs/s3BlobStore.js';
+import { openS3Client } from './blobs/s3Client.js';
 import { MemoryRateLimiter } from './rateLimit/memoryRateLimiter.js';
 import type { RateLimiter, RateLimitSettings } from './rateLimit/rateLimiter.js';
 import { RedisRateLimiter } from './rateLimit/redisRateLimiter.js';
@@ -12,7 +14,8 @@ export async function openRateLimiter(config: Config): Promise<RateLimiter> {
   return config.redisUrl ? RedisRateLimiter.connect(config.redisUrl, settings) : new MemoryRateLimiter(settings);
 }
 
-/** File bytes live under DATA_DIR/files (an S3-compatible store would be chosen here). */
+/** File bytes live in an S3-compatible bucket with BLOB_STORE=s3, else under DATA_DIR/files. */
 export function openBlobStore(config: Config): BlobStore {
+  if (config.s3) return new S3BlobStore(openS3Client(config.s3), config.s3.bucket, { presignedDownloads: config.s3.presignedDownloads });
   return new LocalBlobStore(path.join(config.dataDir, 'files'));
 }

@@ -9,7 +9,9 @@ import { newId, nowIso } from '../ids.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
 import { checkText } from '../validation.js';
+import { contentDisposition } from './contentDisposition.js';
 import type { FileLinks } from './links.js';
+import { usingStorage } from './storage.js';
 
 export interface FileView {
   object: 'file';
@@ -129,24 +131,36 @@ export async function downloadLink(
   const file = await findFile(ctx.db, ctx.orgId, id);
   if (file.status !== 'ready') throw new ConflictError('file_not_ready', `File ${id} has not been uploaded yet.`);
   const expiresAt = new Date(ctx.now.getTime() + deps.downloadTtlSeconds * 1000);
-  return { object: 'file_download', file_id: id, url: deps.links.downloadUrl(id, ctx.orgId, expiresAt), expires_at: nowIso(expiresAt) };
+  // A store that serves bytes itself (presigned S3) gets the link; else it is our /downloads one.
+  const key = file.storage_key;
+  const headers = { contentType: file.content_type, contentDisposition: contentDisposition(file.name) };
+  const direct = key ? await usingStorage(() => deps.blobs.directDownloadUrl(key, headers, ctx.now, expiresAt)) : null;
+  return {
+    object: 'file_download',
+    file_id: id,
+    url: direct ?? deps.links.downloadUrl(id, ctx.orgId, expiresAt),
+    expires_at: nowIso(expiresAt),
+  };
 }
 
-/** Deletes the record, then its bytes. */
+/**
+ * Deletes the record and its bytes in one transaction: when storage is down the whole delete fails
+ * (storage_unavailable) and a retry works, instead of leaving bytes no record points to.
+ */
 export async function deleteFile(
   ctx: Ctx,
   deps: Pick<FileDeps, 'blobs'>,
   id: string,
 ): Promise<{ object: 'file'; id: string; deleted: true }> {
   requireScope(ctx.actor, 'files:write');
-  const file = await inTransaction(ctx.db, async (trx) => {
+  await inTransaction(ctx.db, async (trx) => {
     if (!(await lockRow(trx, 'files', ctx.orgId, id))) throw new NotFoundError(`No file ${id}.`);
     const last = await findFile(trx, ctx.orgId, id);
     await trx.deleteFrom('files').where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
     await recordEvent(trx, ctx, 'file.deleted', toFileView(last));
-    return last;
+    const key = last.storage_key;
+    if (key) await usingStorage(() => deps.blobs.delete(key));
   });
-  if (file.storage_key) await deps.blobs.delete(file.storage_key);
   return { object: 'file', id, deleted: true };
 }
 

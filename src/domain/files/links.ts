@@ -16,8 +16,9 @@ export interface LinkClaims {
 
 /**
  * Upload and download links are capabilities: a signed, expiring token naming one file. They carry
- * no API key and the routes that take them read no Authorization header. An S3-compatible store
- * would implement this with presigned URLs instead.
+ * no API key and the routes that take them read no Authorization header. Uploads always come
+ * through orgdata (its size and hash checks); a store may hand out its own download links instead
+ * (BlobStore.directDownloadUrl: presigned S3 GETs).
  */
 export interface FileLinks {
   uploadUrl(fileId: string, orgId: string, expiresAt: Date): string;

@@ -50,10 +50,11 @@ export const fileRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, 
     schema: {
       operationId: 'getFileDownloadLink',
       summary: 'Get a download link',
-      description: 'A short-lived link to GET the bytes without an API key. 409 `file_not_ready` while the file is pending.',
+      description:
+        "A short-lived link to GET the bytes without an API key: orgdata's own `/downloads/{token}`, or a presigned link straight to the object store when the server is configured so (same lifetime, same Content-Type and Content-Disposition). 409 `file_not_ready` while the file is pending; 503 `storage_unavailable` when the store cannot sign a link.",
       tags,
       params: FileParams,
-      response: responses({ 200: FileDownload }, 404, 409),
+      response: responses({ 200: FileDownload }, 404, 409, 503),
     },
     handler: async (request) => downloadLink(ctxOf(request, db), files, request.params.id),
   });
@@ -63,10 +64,11 @@ export const fileRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, 
     schema: {
       operationId: 'deleteFile',
       summary: 'Delete a file',
-      description: 'Deletes the file and its stored bytes.',
+      description:
+        'Deletes the file and its stored bytes together. 503 `storage_unavailable` when file storage cannot be reached: nothing is deleted; retry.',
       tags,
       params: FileParams,
-      response: responses({ 200: FileDeleted }, 404),
+      response: responses({ 200: FileDeleted }, 404, 503),
     },
     handler: async (request) => deleteFile(ctxOf(request, db), files, request.params.id),
   });

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
+import { contentDisposition } from '../../domain/files/contentDisposition.js';
 import type { FileDeps } from '../../domain/files/files.js';
 import type { SignedLinks } from '../../domain/files/links.js';
 import { openDownload, receiveUpload } from '../../domain/files/transfer.js';
@@ -11,13 +12,6 @@ export interface TransferDeps {
   db: Kysely<Database>;
   files: FileDeps;
   links: SignedLinks;
-}
-
-/** RFC 6266/8187: an ASCII fallback name plus the exact UTF-8 name, safe against header injection. */
-export function contentDisposition(name: string): string {
-  const fallback = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
 /**
@@ -34,10 +28,20 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
       operationId: 'uploadFile',
       summary: 'Upload the bytes of a reserved file',
       description:
-        'The `upload_url` of a reservation. Send exactly the reserved number of bytes as the raw body, with no API key. Answers the file, now `ready` with its sha256. Works once.',
+        'The `upload_url` of a reservation. Send exactly the reserved number of bytes as the raw body, with no API key. Answers the file, now `ready` with its sha256. Works once. 503 `storage_unavailable` when file storage cannot be reached: the file stays `pending`, and the same PUT works once storage is back.',
       tags: ['Files'],
       params: LinkParams,
-      response: { 200: File, 400: Problem, 403: Problem, 404: Problem, 409: Problem, 410: Problem, 413: Problem, 500: Problem },
+      response: {
+        200: File,
+        400: Problem,
+        403: Problem,
+        404: Problem,
+        409: Problem,
+        410: Problem,
+        413: Problem,
+        500: Problem,
+        503: Problem,
+      },
     },
     handler: async (request, reply) => {
       // Any refusal comes before the body is read (a bad or expired link too): close the
@@ -66,6 +70,7 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
         409: Problem,
         410: Problem,
         500: Problem,
+        503: Problem,
       },
     },
     handler: async (request, reply) => {

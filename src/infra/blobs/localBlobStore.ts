@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { finished, PassThrough, Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { BlobSizeError, type BlobStore, type StagedBlob } from './blobStore.js';
+import type { BlobStore, StagedBlob } from './blobStore.js';
+import { borrow, UploadMeter } from './meter.js';
 
 /**
  * Blobs as files under a directory. A write goes to `tmp/<random>.part` and is flushed to disk;
@@ -28,29 +29,11 @@ export class LocalBlobStore implements BlobStore {
     const target = this.pathOf(key);
     await mkdir(this.tmpDir, { recursive: true });
     const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
-    const hash = createHash('sha256');
-    let size = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        size += chunk.length;
-        if (size > expectedBytes) return done(new BlobSizeError(expectedBytes, size));
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
-    // The source is the caller's (an HTTP request): a failure here must not destroy it, or the
-    // caller could not answer (a destroyed request takes its socket along, so a client sending too
-    // many bytes would see a reset instead of a 400). So read it through a pipe that is ours to
-    // tear down, and watch the source for an abort (a cut connection) ourselves.
-    const input = new PassThrough();
-    const stopWatching = finished(source, (error) => {
-      if (error) input.destroy(error);
-    });
-    source.pipe(input);
+    const meter = new UploadMeter(expectedBytes);
+    const { input, release } = borrow(source);
     const output = createWriteStream(tmp, { flags: 'wx' });
     try {
       await pipeline(input, meter, output);
-      if (size !== expectedBytes) throw new BlobSizeError(expectedBytes, size);
       const handle = await open(tmp, 'r+');
       try {
         await handle.sync();
@@ -64,12 +47,11 @@ export class LocalBlobStore implements BlobStore {
       await rm(tmp, { force: true });
       throw error;
     } finally {
-      stopWatching();
-      source.unpipe(input);
+      release();
     }
     return {
-      size,
-      sha256: hash.digest('hex'),
+      size: meter.received,
+      sha256: meter.sha256(),
       async commit() {
         await mkdir(path.dirname(target), { recursive: true });
         await rename(tmp, target);

@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import { pipeline, type Readable } from 'node:stream';
+import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { BlobStoreUnavailableError, type BlobStore, type DownloadHeaders, type StagedBlob } from './blobStore.js';
+import { borrow, UploadMeter } from './meter.js';
+import { isUnavailable } from './s3Client.js';
+
+/** Uploads land under this prefix, one object per attempt, until their commit copies them into place. */
+export const STAGING_PREFIX = 'staging/';
+/**
+ * lib-storage holds up to (QUEUE_SIZE + 1) parts in memory while it sends QUEUE_SIZE of them:
+ * with 5 MiB parts (S3's minimum) and one part in flight, an upload holds about 10 MiB, whatever
+ * its size. (S3 allows 10,000 parts: 50 GiB, beyond the 5 GiB a single copy can commit.)
+ */
+const PART_SIZE = 5 * 1024 * 1024;
+const QUEUE_SIZE = 1;
+
+export interface S3BlobStoreOptions {
+  /** Download links are presigned GETs of the bucket instead of orgdata's own. */
+  presignedDownloads: boolean;
+}
+
+/**
+ * Blobs as objects of an S3-compatible bucket, under the keys the domain gives (`{org_id}/{file_id}`).
+ * An upload streams (multipart, never whole in memory) into a staging object; its commit copies
+ * that into place inside the bucket, so racing uploads never overwrite each other's bytes and a
+ * refused or cut upload leaves no object under the key. Outages surface as BlobStoreUnavailableError.
+ */
+export class S3BlobStore implements BlobStore {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly options: S3BlobStoreOptions,
+  ) {}
+
+  /** Runs an SDK call, turning an outage of the store into a BlobStoreUnavailableError. */
+  private async call<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw isUnavailable(error) ? new BlobStoreUnavailableError(error) : error;
+    }
+  }
+
+  async stage(key: string, source: Readable, expectedBytes: number): Promise<StagedBlob> {
+    const staging = `${STAGING_PREFIX}${key}/${randomBytes(12).toString('hex')}`;
+    const meter = new UploadMeter(expectedBytes);
+    const borrowed = borrow(source);
+    // A cut connection or a wrong size fails `meter`, which fails (and aborts) the upload.
+    const body = pipeline(borrowed.input, meter, () => undefined);
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: staging, Body: body },
+      partSize: PART_SIZE,
+      queueSize: QUEUE_SIZE,
+    });
+    try {
+      await upload.done();
+    } catch (error) {
+      // What failed first is the answer; aborting the multipart upload may fail after it.
+      throw meter.sizeError ?? borrowed.cut() ?? (isUnavailable(error) ? new BlobStoreUnavailableError(error) : error);
+    } finally {
+      borrowed.release();
+      meter.destroy();
+    }
+    return {
+      size: meter.received,
+      sha256: meter.sha256(),
+      commit: () =>
+        this.call(async () => {
+          await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: key, CopySource: copySource(this.bucket, staging) }));
+          await this.removeQuietly(staging);
+        }),
+      discard: () => this.removeQuietly(staging),
+    };
+  }
+
+  /** Deletes an object if it can; `sweep` removes a staging object that outlives a failure here. */
+  private async removeQuietly(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })).catch(() => undefined);
+  }
+
+  async get(key: string): Promise<{ stream: Readable; size: number } | null> {
+    try {
+      const object = await this.call(() => this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key })));
+      return { stream: object.Body as Readable, size: object.ContentLength ?? 0 };
+    } catch (error) {
+      if (error instanceof Error && error.name === 'NoSuchKey') return null;
+      throw error;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.call(() => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })));
+  }
+
+  async directDownloadUrl(key: string, headers: DownloadHeaders, now: Date, expiresAt: Date): Promise<string | null> {
+    if (!this.options.presignedDownloads) return null;
+    const command = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ResponseContentType: headers.contentType,
+      ResponseContentDisposition: headers.contentDisposition,
+      ResponseCacheControl: 'private, no-store',
+    });
+    const expiresIn = Math.round((expiresAt.getTime() - now.getTime()) / 1000);
+    return this.call(() => getSignedUrl(this.client, command, { expiresIn, signingDate: now }));
+  }
+
+  /** Deletes staging objects older than `olderThan`: uploads interrupted between stage and commit. */
+  async sweep(olderThan: Date): Promise<number> {
+    let removed = 0;
+    let token: string | undefined;
+    do {
+      const page = await this.call(() =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: STAGING_PREFIX, ContinuationToken: token })),
+      );
+      for (const object of page.Contents ?? []) {
+        if (object.Key && object.LastModified && object.LastModified < olderThan) {
+          await this.delete(object.Key);
+          removed++;
+        }
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return removed;
+  }
+}
+
+/** `bucket/key` with each key segment URL-encoded, as CopyObject wants its source. */
+function copySource(bucket: string, key: string): string {
+  return `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
+}
