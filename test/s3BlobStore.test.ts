@@ -149,6 +149,7 @@ describe.each(DIALECTS)('the S3 blob store on %s', (dialect) => {
       const refused = await put(r.upload_url, 'data');
       expect(refused.statusCode, refused.body).toBe(503);
       expect(refused.json()).toMatchObject({ status: 503, code: 'storage_unavailable' });
+      expect(refused.headers['retry-after']).toBe('5');
       expect(refused.headers['content-type']).toContain('application/problem+json');
       expect(refused.body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/);
       expect((await h.call(key, 'GET', `/api/v1/files/${r.id}`)).json()).toMatchObject({ status: 'pending', sha256: null });

@@ -87,6 +87,8 @@ export function errorHandler(docsUrl: string) {
       if (error instanceof ValidationError) extra.errors = error.errors;
       if (error instanceof UnauthorizedError) reply.header('www-authenticate', 'Bearer realm="orgdata"');
       if (error instanceof RateLimitedError) reply.header('retry-after', String(error.retryAfterSeconds));
+      // A dependency (the object store) is down: worth a retry shortly, not at once.
+      if (error instanceof UnavailableError) reply.header('retry-after', '5');
       if (status === 500) request.log.error({ err: error }, 'unmapped domain error');
       if (status === 503) request.log.warn({ err: error.cause }, error.message);
       return sendProblem(request, reply, docsUrl, status, error.code, error.message, extra);

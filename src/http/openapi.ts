@@ -101,15 +101,17 @@ function responseObject(route: Documented, status: string, schema: Json, usedCod
   // Authentication runs before the limits, so a 401 is the one authenticated answer without them.
   if (route.authenticated && code !== 401) Object.assign(headers, RATE_LIMIT_HEADERS);
   if (code === 401) headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWWAuthenticate' };
-  if (code === 429) headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
+  if (code === 429 || code === 503) headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
   if (code === 405) headers.Allow = { $ref: '#/components/headers/Allow' };
   if (code === 201) headers.Location = { $ref: '#/components/headers/Location' };
   if (route.idempotent && isStored(code)) headers['idempotent-replayed'] = { $ref: '#/components/headers/IdempotentReplayed' };
   if (code < 400) {
+    // Bytes (a download) come in the stored file's own media type, whatever it is: any type.
+    const mediaType = schema.type === 'string' && schema.format === 'binary' ? '*/*' : 'application/json';
     return {
       description: successDescription(code, schema),
       headers,
-      content: { 'application/json': { schema: withRefs(schema) } },
+      content: { [mediaType]: { schema: withRefs(schema) } },
     };
   }
   const codes = codesFor(route, code);
