@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js';
 import { openDatabase, type Db } from '../src/db/database.js';
 import { buildApp } from '../src/http/app.js';
 import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';
+import { checkContract } from './helpers/contract.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('src/cli.ts');
@@ -104,12 +105,14 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
 
     // The key works against a server on the same DATA_DIR (the generated secret is shared).
     const config = loadConfig({ DATA_DIR: dataDir });
-    const app = await buildApp({
-      config,
-      db,
-      rateLimiter: new MemoryRateLimiter({ burst: 100, perSecond: 100, dailyQuota: 1000 }),
-      logger: false,
-    });
+    const app = checkContract(
+      await buildApp({
+        config,
+        db,
+        rateLimiter: new MemoryRateLimiter({ burst: 100, perSecond: 100, dailyQuota: 1000 }),
+        logger: false,
+      }),
+    );
     const get = (k: string) => app.inject({ method: 'GET', url: '/api/v1/contacts', headers: { authorization: `Bearer ${k}` } });
     try {
       expect((await get(key.key)).statusCode).toBe(200);

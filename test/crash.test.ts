@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBase62 } from '../src/domain/ids.js';
+import { checkedFetch } from './helpers/contract.js';
 import { DIALECTS } from './helpers/harness.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
 
@@ -34,7 +35,7 @@ describe.each(DIALECTS)('kill -9 under keyed POSTs on %s', (dialect) => {
   afterAll(() => server?.dispose());
 
   const post = (sent: Sent) =>
-    fetch(`${server.url}/api/v1/${sent.kind}`, {
+    checkedFetch(`${server.url}/api/v1/${sent.kind}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': sent.key },
       body: JSON.stringify(sent.body),
@@ -44,7 +45,7 @@ describe.each(DIALECTS)('kill -9 under keyed POSTs on %s', (dialect) => {
     const all: { id: string; name?: string; email?: string }[] = [];
     let cursor: string | null = null;
     do {
-      const res: Response = await fetch(`${server.url}/api/v1/${kind}?limit=100${cursor ? `&cursor=${cursor}` : ''}`, {
+      const res: Response = await checkedFetch(`${server.url}/api/v1/${kind}?limit=100${cursor ? `&cursor=${cursor}` : ''}`, {
         headers: { authorization: `Bearer ${apiKey}` },
       });
       const page = (await res.json()) as { data: { id: string }[]; next_cursor: string | null };

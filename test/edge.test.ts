@@ -115,6 +115,18 @@ describe.each(DIALECTS)('the HTTP edge on %s', (dialect) => {
     expect(del.statusCode).toBe(400);
   });
 
+  it('takes an upload sent with an empty Content-Type as one without', async () => {
+    const file = (await h.call(key, 'POST', '/api/v1/files', { name: 'e.txt', content_type: 'text/plain', size: 3 })).json();
+    const res = await h.app.inject({
+      method: 'PUT',
+      url: new URL(file.upload_url).pathname,
+      headers: { 'content-type': '' },
+      payload: 'abc',
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().status).toBe('ready');
+  });
+
   it('refuses HEAD on the API with 405 and an Allow header', async () => {
     const res = await h.call(key, 'HEAD', '/api/v1/contacts');
     expect(res.statusCode).toBe(405);

@@ -3,6 +3,7 @@ import type { KyselyPlugin } from 'kysely';
 import { buildApp } from '../src/http/app.js';
 import { fingerprint } from '../src/http/idempotency.js';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { checkContract } from './helpers/contract.js';
 
 const fingerprintOf = (body: unknown) => fingerprint('POST', '/api/v1/contacts', {}, body);
 
@@ -117,12 +118,14 @@ describe.each(DIALECTS)('idempotency on %s', (dialect) => {
         return args.result;
       },
     };
-    const app = await buildApp({
-      config: h.config,
-      db: { ...h.db, kysely: h.db.kysely.withPlugin(slow) },
-      rateLimiter: h.rateLimiter,
-      logger: false,
-    });
+    const app = checkContract(
+      await buildApp({
+        config: h.config,
+        db: { ...h.db, kysely: h.db.kysely.withPlugin(slow) },
+        rateLimiter: h.rateLimiter,
+        logger: false,
+      }),
+    );
     try {
       const body = { first_name: 'R', email: 'race@example.com' };
       const responses = await Promise.all(

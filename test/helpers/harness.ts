@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
-import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
+import { migrateToLatest, openDatabase, type DatabaseOptions, type Db } from '../../src/db/database.js';
 import { createApiKey } from '../../src/domain/apiKeys/apiKeys.js';
 import { randomBase62 } from '../../src/domain/ids.js';
 import { addUser, createOrg } from '../../src/domain/orgs/orgs.js';
@@ -13,6 +13,9 @@ import { buildApp } from '../../src/http/app.js';
 import { MemoryRateLimiter } from '../../src/infra/rateLimit/memoryRateLimiter.js';
 import type { RateLimiter } from '../../src/infra/rateLimit/rateLimiter.js';
 import { RedisRateLimiter } from '../../src/infra/rateLimit/redisRateLimiter.js';
+import { MemorySignInThrottle } from '../../src/infra/signInThrottle/memorySignInThrottle.js';
+import { RedisSignInThrottle } from '../../src/infra/signInThrottle/redisSignInThrottle.js';
+import { checkContract } from './contract.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -23,7 +26,11 @@ export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? null;
 export const SECRET = 'test-secret-key-that-is-at-least-32-characters';
 
 /** A fresh database: an in-memory SQLite, or a schema of its own in the test PostgreSQL. */
-export async function freshDatabase(dialect: Dialect, shared?: { schema: string }): Promise<Db & { schema: string | null }> {
+export async function freshDatabase(
+  dialect: Dialect,
+  shared?: { schema: string },
+  pool: Pick<DatabaseOptions, 'poolSize' | 'statementTimeoutMs'> = {},
+): Promise<Db & { schema: string | null }> {
   if (dialect === 'sqlite') {
     const db = openDatabase({ databaseUrl: null, dataDir: ':memory:' });
     await migrateToLatest(db);
@@ -37,7 +44,7 @@ export async function freshDatabase(dialect: Dialect, shared?: { schema: string 
     await client.query(`CREATE SCHEMA ${schema}`);
     await client.end();
   }
-  const db = openDatabase({ databaseUrl: url, dataDir: ':memory:', pgSchema: schema });
+  const db = openDatabase({ databaseUrl: url, dataDir: ':memory:', pgSchema: schema, ...pool });
   if (!shared) await migrateToLatest(db);
   return {
     ...db,
@@ -106,9 +113,10 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     PUBLIC_URL: 'http://orgdata.test',
     ...options.env,
   });
+  const pool = { poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs };
   const db = options.shareDbWith
-    ? await freshDatabase(dialect, options.shareDbWith.db.schema ? { schema: options.shareDbWith.db.schema } : undefined)
-    : await freshDatabase(dialect);
+    ? await freshDatabase(dialect, options.shareDbWith.db.schema ? { schema: options.shareDbWith.db.schema } : undefined, pool)
+    : await freshDatabase(dialect, undefined, pool);
   if (options.shareDbWith && dialect === 'sqlite') throw new Error('two instances need PostgreSQL');
   const settings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
   const redisPrefix = options.redis
@@ -116,7 +124,11 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     : null;
   const rateLimiter =
     redisPrefix !== null ? await RedisRateLimiter.connect(TEST_REDIS_URL!, settings, redisPrefix) : new MemoryRateLimiter(settings);
-  const app = await buildApp({ config, db, rateLimiter, logger: false });
+  // Sign-in attempts are counted under the same Redis prefix as the rate limits (shared likewise).
+  const signInThrottle =
+    redisPrefix !== null ? await RedisSignInThrottle.connect(TEST_REDIS_URL!, redisPrefix) : new MemorySignInThrottle();
+  // Every response a test receives through app.inject (h.call too) is checked against openapi.json.
+  const app = checkContract(await buildApp({ config, db, rateLimiter, signInThrottle, logger: false }));
   await app.ready();
 
   const harness: Harness = {
@@ -158,6 +170,7 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     async close() {
       await app.close();
       await rateLimiter.close();
+      await signInThrottle.close();
       await db.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
@@ -189,5 +202,5 @@ export async function loggingApp(h: Harness): Promise<{ app: FastifyInstance; li
     rateLimiter: new MemoryRateLimiter({ burst: 10, perSecond: 1, dailyQuota: 10 }),
     logger: { stream },
   });
-  return { app, lines };
+  return { app: checkContract(app), lines };
 }

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { checkResponse } from './contract.js';
 
 export interface RawResponse {
   status: number;
@@ -42,7 +43,13 @@ export function rawRequest(
       const length = Number(headers['content-length'] ?? NaN);
       const rest = Buffer.from(text.slice(split + 4), 'latin1');
       const body = (Number.isFinite(length) ? rest.subarray(0, length) : rest).toString('utf8');
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body, closed, answeredAfterMs });
+      const status = Number(statusLine.split(' ')[1]);
+      try {
+        checkRaw(parts, status, headers, completeBody(headers, rest));
+      } catch (error) {
+        return reject(error as Error);
+      }
+      resolve({ status, headers, body, closed, answeredAfterMs });
     };
     const timer = setTimeout(finish, waitMs);
     socket.on('data', (chunk) => {
@@ -63,4 +70,33 @@ export function rawRequest(
       }
     });
   });
+}
+
+/** The body of a raw response when all of it arrived (de-chunked), else undefined. */
+function completeBody(headers: Record<string, string>, rest: Buffer): Buffer | undefined {
+  if (headers['transfer-encoding']?.toLowerCase() === 'chunked') {
+    const chunks: Buffer[] = [];
+    let at = 0;
+    for (;;) {
+      const eol = rest.indexOf('\r\n', at);
+      if (eol === -1) return undefined;
+      const size = parseInt(rest.subarray(at, eol).toString('latin1'), 16);
+      if (!Number.isFinite(size)) return undefined;
+      if (size === 0) return Buffer.concat(chunks);
+      if (eol + 2 + size > rest.length) return undefined;
+      chunks.push(rest.subarray(eol + 2, eol + 2 + size));
+      at = eol + 2 + size + 2;
+    }
+  }
+  const length = Number(headers['content-length'] ?? NaN);
+  if (!Number.isFinite(length)) return undefined;
+  return rest.length >= length ? rest.subarray(0, length) : undefined;
+}
+
+/** Checks the response against openapi.json when the request line sent is readable. */
+function checkRaw(parts: (string | Buffer)[], status: number, headers: Record<string, string>, body: Buffer | undefined): void {
+  const sent = Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))).toString('latin1');
+  const line = /^([A-Z]+) (\/\S*) HTTP\/1\.[01]\r\n/.exec(sent);
+  if (!line || !Number.isFinite(status)) return;
+  checkResponse(line[1]!, line[2]!, status, headers, body);
 }

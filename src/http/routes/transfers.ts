@@ -22,6 +22,13 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
   // Upload bodies are raw bytes of any type, streamed by the handler: no parser reads them here.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+  // An empty Content-Type (`curl -H 'Content-Type:'`) is no type at all, not an unsupported one:
+  // Fastify would refuse it with 415 before the catch-all above is asked.
+  app.addHook('onRequest', async (request) => {
+    if (typeof request.headers['content-type'] === 'string' && request.headers['content-type'].trim() === '') {
+      delete request.headers['content-type'];
+    }
+  });
 
   app.put('/uploads/:token', {
     schema: {
