@@ -6,6 +6,7 @@ import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './
 import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
 import { startServer } from './server.js';
+import { webhookCommand } from './cli/webhooks.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
 
@@ -17,6 +18,9 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata keys create --org ORG_ID --admin-email EMAIL --name NAME --scopes a,b [--expires-days N | --never]
   orgdata keys list --org ORG_ID
   orgdata keys revoke --org ORG_ID KEY_ID
+  orgdata webhooks create --org ORG_ID --url URL [--events contact.*,group.member_added]
+  orgdata webhooks list --org ORG_ID
+  orgdata webhooks delete|enable|disable --org ORG_ID ENDPOINT_ID
 
 Configuration comes from the environment (see README): DATA_DIR, DATABASE_URL, SECRET_KEY, …`;
 
@@ -57,6 +61,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       scopes: { type: 'string' },
       'expires-days': { type: 'string' },
       never: { type: 'boolean' },
+      url: { type: 'string' },
+      events: { type: 'string' },
     },
   });
   const [group, action, ...rest] = positionals;
@@ -67,14 +73,29 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   switch (command) {
     case 'serve': {
       const server = await startServer(config);
-      const stop = () => {
-        server.close().then(
+      // Exit code 0 once everything has closed (connections cut at the end of the grace period
+      // included), 1 when something failed to close or closing outlived the grace period by 10 s.
+      // A second signal ends the process at once: the handlers are removed by the first.
+      const stop = (signal: NodeJS.Signals) => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        setTimeout(
+          () => {
+            server.app.log.error('shutdown took too long; exiting');
+            process.exit(1);
+          },
+          (config.shutdownGraceSeconds + 10) * 1000,
+        ).unref();
+        server.close(signal).then(
           () => process.exit(0),
-          () => process.exit(1),
+          (error: unknown) => {
+            server.app.log.error({ err: error }, 'shutdown failed');
+            process.exit(1);
+          },
         );
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
       if (values.json) process.stdout.write(JSON.stringify({ url: server.url }) + '\n');
       return null;
     }
@@ -163,6 +184,19 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
         return revokeApiKey({ db: db.kysely, orgId, userId: await firstAdminOf(db.kysely, orgId), now: new Date() }, keyId);
       });
       return { json: key, text: `revoked ${key.id} (${key.name}) at ${key.revoked_at}` };
+    }
+    case 'webhooks create':
+    case 'webhooks list':
+    case 'webhooks delete':
+    case 'webhooks enable':
+    case 'webhooks disable': {
+      const orgId = required(values, 'org');
+      const endpointId = rest[0];
+      if (action !== 'create' && action !== 'list' && !endpointId) throw new UsageError('missing ENDPOINT_ID');
+      if (action === 'create') required(values, 'url');
+      return withDb(config, (db) =>
+        webhookCommand(db.kysely, config, { action: action!, orgId, endpointId, url: values.url, events: values.events }),
+      );
     }
     default:
       throw new UsageError(`unknown command "${positionals.join(' ')}"`);

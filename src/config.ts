@@ -47,6 +47,14 @@ export interface Config {
   blobStore: 'local' | 's3';
   /** The bucket's settings; null unless BLOB_STORE=s3. */
   s3: S3Settings | null;
+  /** On SIGTERM/SIGINT, requests in flight get this long to finish before their connections are cut. */
+  shutdownGraceSeconds: number;
+  /** On SIGTERM/SIGINT, the listener keeps accepting this long (with /readyz 503) so load balancers can notice. */
+  shutdownDelaySeconds: number;
+  /** PostgreSQL: connections in this instance's pool. */
+  databasePoolSize: number;
+  /** PostgreSQL: a statement running longer is cancelled (the request fails with a 500). */
+  databaseStatementTimeoutMs: number;
 }
 
 export interface S3Settings {
@@ -220,6 +228,11 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('HEADERS_TIMEOUT_SECONDS', `must not be larger than REQUEST_TIMEOUT_SECONDS (${requestTimeoutSeconds})`);
   }
   const maxFileBytes = int(env, 'MAX_FILE_BYTES', 100 * 1024 * 1024, 1);
+  const shutdownGraceSeconds = int(env, 'SHUTDOWN_GRACE_SECONDS', 10, 0, 3600);
+  const shutdownDelaySeconds = int(env, 'SHUTDOWN_DELAY_SECONDS', Math.min(1, shutdownGraceSeconds), 0, 3600);
+  if (shutdownDelaySeconds > shutdownGraceSeconds) {
+    throw new ConfigError('SHUTDOWN_DELAY_SECONDS', `must not be larger than SHUTDOWN_GRACE_SECONDS (${shutdownGraceSeconds})`);
+  }
   const downloadUrlTtlSeconds = int(env, 'DOWNLOAD_URL_TTL_SECONDS', 300, 1);
   return {
     port,
@@ -253,5 +266,9 @@ export function loadConfig(env: Env = process.env): Config {
     webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
     blobStore: blobStore(env),
     s3: blobStore(env) === 's3' ? s3Settings(env, maxFileBytes, downloadUrlTtlSeconds) : null,
+    shutdownGraceSeconds,
+    shutdownDelaySeconds,
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 24 * 3600 * 1000),
   };
 }

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/database.js';
@@ -7,24 +9,38 @@ import { purgeExpired } from './infra/idempotency/store.js';
 import { purgeAbandonedUploads } from './domain/files/files.js';
 import { purgeExpiredSessions } from './domain/sessions/sessions.js';
 import { purgeOldEvents } from './domain/events/events.js';
-import { openBlobStore, openRateLimiter } from './infra/choose.js';
+import { openBlobStore, openRateLimiter, openSignInThrottle } from './infra/choose.js';
+import { ShutdownState } from './http/shutdown.js';
+import { deliveryWorkerFor } from './infra/webhooks/deliveryWorker.js';
 
 export interface RunningServer {
   app: FastifyInstance;
   db: Db;
   url: string;
-  close(): Promise<void>;
+  /**
+   * Shuts down gracefully (what SIGTERM and SIGINT do): /readyz answers 503 at once; after
+   * SHUTDOWN_DELAY_SECONDS the listener closes and idle connections with it; requests in flight
+   * finish until SHUTDOWN_GRACE_SECONDS after the start, when connections still open are cut;
+   * then the rate limiter, sign-in throttle (Redis) and database pool are closed. Rejects when one
+   * of them fails to close.
+   */
+  close(signal?: NodeJS.Signals): Promise<void>;
 }
 
 /** Opens the database (migrating it), builds the app and listens: what `orgdata serve` runs. */
 export async function startServer(config: Config): Promise<RunningServer> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  await migrateToLatest(db);
+  const database = { databaseUrl: config.databaseUrl, dataDir: config.dataDir };
+  // Migrations run without the statement timeout: building an index on a large table takes time.
+  const migrations = openDatabase({ ...database, poolSize: 1 });
+  await migrateToLatest(migrations).finally(() => migrations.close());
+  const db = openDatabase({ ...database, poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs });
   const rateLimiter = await openRateLimiter(config);
+  const signInThrottle = await openSignInThrottle(config);
+  const shutdown = new ShutdownState();
   const https =
     config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : null;
   const blobs = openBlobStore(config);
-  const app = await buildApp({ config, db, rateLimiter, blobs, https });
+  const app = await buildApp({ config, db, rateLimiter, signInThrottle, blobs, https, shutdown });
   // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused,
   // leftovers of interrupted uploads, and expired dashboard sessions.
   const housekeeping = () => {
@@ -38,15 +54,45 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const purge = setInterval(housekeeping, 5 * 60 * 1000);
   purge.unref();
   const url = await app.listen({ port: config.port, host: config.host });
+  // Webhook deliveries: this instance sends its share of the outbox (see deliveryWorker.ts).
+  const deliveries = deliveryWorkerFor(config, db.kysely, app.log);
+  if (config.webhookWorker) deliveries.start();
   return {
     app,
     db,
     url,
-    async close() {
+    async close(signal) {
+      const started = Date.now();
+      const { shutdownGraceSeconds: grace, shutdownDelaySeconds: delay } = config;
+      app.log.info({ signal, graceSeconds: grace, delaySeconds: delay }, 'shutting down: /readyz answers 503, requests in flight finish');
+      shutdown.shuttingDown = true;
       clearInterval(purge);
-      await app.close();
-      await rateLimiter.close();
+      const deliveriesStopped = deliveries.stop();
+      // Load balancers notice the failing /readyz meanwhile; connections keep being served.
+      await sleep(delay * 1000);
+      let cut = 0;
+      const deadline = setTimeout(
+        () => {
+          promisify(app.server.getConnections.bind(app.server))().then(
+            (open) => {
+              cut = open;
+              app.server.closeAllConnections();
+            },
+            () => app.server.closeAllConnections(),
+          );
+        },
+        Math.max(0, started + grace * 1000 - Date.now()),
+      );
+      try {
+        // Closes the listener and idle connections, and resolves once every connection has ended.
+        await app.close();
+      } finally {
+        clearTimeout(deadline);
+      }
+      await deliveriesStopped;
+      await Promise.all([rateLimiter.close(), signInThrottle.close()]);
       await db.close();
+      app.log.info({ ms: Date.now() - started, connectionsCut: cut }, 'shut down');
     },
   };
 }

@@ -38,6 +38,8 @@ pre.example{background:var(--bg);border:1px solid var(--line);border-radius:6px;
 dl.counts{display:grid;grid-template-columns:max-content max-content;gap:.2rem 1rem}dl.counts dt{font-weight:600}dl.counts dd{margin:0}
 ul.reasons{margin:0;padding-left:1.1rem}tr.import-refused td:nth-child(2){color:var(--danger);font-weight:600}
 .warning p{margin:.2rem 0}.nowrap{white-space:nowrap}
+.tabs ul{display:flex;gap:.25rem;list-style:none;margin:0 0 1rem;padding:0;border-bottom:1px solid var(--line)}
+.tabs a{display:block;padding:.4rem .8rem;text-decoration:none}.tabs a[aria-current=page]{border-bottom:2px solid var(--accent);font-weight:600}
 `;
 
 export const JS = `

@@ -19,6 +19,10 @@ import { groupPages } from './pages/groups.js';
 import { importPages } from './pages/import.js';
 import { labelPages } from './pages/labels.js';
 import { memberPages } from './pages/members.js';
+import { webhookDetailPages } from './pages/webhookDetail.js';
+import { webhookPages } from './pages/webhooks.js';
+import type { UrlPolicy } from '../domain/webhooks/urlGuard.js';
+import type { SignInThrottle } from '../infra/signInThrottle/signInThrottle.js';
 
 export interface DashboardDeps {
   db: Kysely<Database>;
@@ -27,6 +31,10 @@ export interface DashboardDeps {
   /** Cookies get `Secure` when the dashboard is served over HTTPS. */
   secureCookies: boolean;
   maxImportBytes: number;
+  /** The SSRF guard's rules for webhook endpoint URLs. */
+  webhooks: UrlPolicy;
+  /** Counts sign-in attempts (shared by every instance with Redis). */
+  signInThrottle: SignInThrottle;
 }
 
 export function notFoundPage(): string {
@@ -78,6 +86,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     files: options.files,
     secureCookies: options.secureCookies,
     maxImportBytes: options.maxImportBytes,
+    webhooks: options.webhooks,
+    signInThrottle: options.signInThrottle,
   };
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
@@ -114,5 +124,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(importPages, deps);
     await pages.register(memberPages, deps);
     await pages.register(developerPages, deps);
+    await pages.register(webhookPages, deps);
+    await pages.register(webhookDetailPages, deps);
   });
 };

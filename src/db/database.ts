@@ -26,13 +26,22 @@ export interface DatabaseOptions {
   dataDir: string;
   /** PostgreSQL only: the schema to work in (tests give each run its own). */
   pgSchema?: string;
+  /** PostgreSQL only: connections in the pool (`DATABASE_POOL_SIZE`); default 10. */
+  poolSize?: number;
+  /**
+   * PostgreSQL only: the server cancels a statement running longer than this, waiting for a lock
+   * included (`DATABASE_STATEMENT_TIMEOUT_MS`), so one slow query cannot hold a connection forever.
+   * Default none.
+   */
+  statementTimeoutMs?: number;
 }
 
 export function openDatabase(options: DatabaseOptions): Db {
   if (options.databaseUrl) {
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
-      max: 10,
+      max: options.poolSize ?? 10,
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
       ...(options.pgSchema ? { options: `-c search_path=${options.pgSchema}` } : {}),
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.

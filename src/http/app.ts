@@ -21,6 +21,9 @@ import { SignedLinks } from '../domain/files/links.js';
 import type { BlobStore } from '../infra/blobs/blobStore.js';
 import { openBlobStore } from '../infra/choose.js';
 import { opsRoutes } from './routes/ops.js';
+import { closeConnectionsWhenShuttingDown, ShutdownState } from './shutdown.js';
+import type { SignInThrottle } from '../infra/signInThrottle/signInThrottle.js';
+import { MemorySignInThrottle } from '../infra/signInThrottle/memorySignInThrottle.js';
 import { guardUrl, redactUrl } from './urlGuard.js';
 import { NoQuery } from './schemas/common.js';
 import { useStrictValidation } from './validation.js';
@@ -35,6 +38,10 @@ export interface AppDeps {
   /** false turns logging off (tests); a stream receives the JSON log lines instead of stdout. */
   logger?: false | { stream: DestinationStream };
   https?: { cert: Buffer; key: Buffer } | null;
+  /** Dashboard sign-in attempts; by default counted in this process's memory. */
+  signInThrottle?: SignInThrottle;
+  /** Set by the server on SIGTERM/SIGINT: /readyz then answers 503 and connections close. */
+  shutdown?: ShutdownState;
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
@@ -71,6 +78,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // headers or body stall is answered 408 and its connection closed (see clientErrors.ts).
     requestTimeout: config.requestTimeoutSeconds * 1000,
     keepAliveTimeout: config.keepAliveTimeoutSeconds * 1000,
+    // On close: idle keep-alive connections are closed at once, and a request already under way on
+    // a connection is answered normally (with Connection: close), not with Fastify's bare 503.
+    forceCloseConnections: 'idle',
+    return503OnClosing: false,
     // Errors of Node's HTTP parser (malformed framing, oversized headers, timeouts) become problem
     // documents too.
     clientErrorHandler: clientErrorHandler(config.docsUrl, () => app.log),
@@ -107,6 +118,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const openApi = openApiCollector(app, config.publicUrl);
 
   useStrictJson(app);
+  const shutdown = deps.shutdown ?? new ShutdownState();
+  closeConnectionsWhenShuttingDown(app, shutdown);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
@@ -159,7 +172,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     downloadTtlSeconds: config.downloadUrlTtlSeconds,
   };
 
-  await app.register(opsRoutes, { db: deps.db });
+  await app.register(opsRoutes, { db: deps.db, shutdown });
   await app.register(transferRoutes, { db: deps.db.kysely, files, links });
   await app.register(dashboard, {
     db: deps.db.kysely,
@@ -167,6 +180,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     files,
     secureCookies: config.publicUrl.startsWith('https:') || Boolean(deps.https),
     maxImportBytes: 5 * 1024 * 1024,
+    webhooks: { allowPrivateUrls: config.webhookAllowPrivateUrls },
+    signInThrottle: deps.signInThrottle ?? new MemorySignInThrottle(),
   });
   await app.register(docsRoutes, { openApi });
   await app.register(authenticatedApi, {

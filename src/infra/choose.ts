@@ -7,11 +7,19 @@ import { openS3Client } from './blobs/s3Client.js';
 import { MemoryRateLimiter } from './rateLimit/memoryRateLimiter.js';
 import type { RateLimiter, RateLimitSettings } from './rateLimit/rateLimiter.js';
 import { RedisRateLimiter } from './rateLimit/redisRateLimiter.js';
+import { MemorySignInThrottle } from './signInThrottle/memorySignInThrottle.js';
+import { RedisSignInThrottle } from './signInThrottle/redisSignInThrottle.js';
+import type { SignInThrottle } from './signInThrottle/signInThrottle.js';
 
 /** The one place that picks local or shared infrastructure from configuration. */
 export async function openRateLimiter(config: Config): Promise<RateLimiter> {
   const settings: RateLimitSettings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
   return config.redisUrl ? RedisRateLimiter.connect(config.redisUrl, settings) : new MemoryRateLimiter(settings);
+}
+
+/** Dashboard sign-in attempts are counted in Redis with REDIS_URL (shared by every instance), else in memory. */
+export async function openSignInThrottle(config: Config): Promise<SignInThrottle> {
+  return config.redisUrl ? RedisSignInThrottle.connect(config.redisUrl) : new MemorySignInThrottle();
 }
 
 /** File bytes live in an S3-compatible bucket with BLOB_STORE=s3, else under DATA_DIR/files. */

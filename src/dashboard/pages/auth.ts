@@ -5,7 +5,6 @@ import { SESSION_COOKIE, checkCsrf, flash, requireSession, text } from '../conte
 import { field, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
-import { SignInThrottle } from '../signInThrottle.js';
 
 function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string }): string {
   return page({
@@ -62,9 +61,7 @@ function crossSite(request: FastifyRequest): boolean {
   }
 }
 
-export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies }) => {
-  const throttle = new SignInThrottle();
-
+export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies, signInThrottle }) => {
   app.get('/login', async (request, reply) => {
     const next = text(request.query, 'next');
     return reply.type('text/html; charset=utf-8').send(loginPage({ next }));
@@ -84,7 +81,8 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
         .type('text/html; charset=utf-8')
         .send(loginPage({ email, next, alert: "Sign in from this site's own sign-in page." }));
     }
-    const wait = throttle.begin(email, request.ip);
+    const attempt = await signInThrottle.begin(email, request.ip);
+    const wait = attempt.waitSeconds;
     if (wait > 0) {
       const minutes = Math.ceil(wait / 60);
       return reply
@@ -95,7 +93,8 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
     }
     try {
       const session = await signIn(db, email, password, new Date());
-      throttle.succeed(email, request.ip);
+      // Not forgiving the attempt only leaves one count too many: no reason to fail the sign-in.
+      await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
       reply.setCookie(SESSION_COOKIE, session.token, {
         path: '/',
         httpOnly: true,

@@ -15,6 +15,7 @@ import { flash, list, requireAdmin, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
+import { developerTabs } from './developerTabs.js';
 
 const DEVELOPER = '/settings/developer';
 
@@ -150,6 +151,7 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
           section: 'developer',
           notice: takeFlash(request, reply),
           body: html`<h1>Developer</h1>
+            ${developerTabs('keys')}
             ${
               created
                 ? html`<section class="card" aria-labelledby="new-key-title">

@@ -59,8 +59,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
-  await db.schema.createIndex('webhook_deliveries_log').on('webhook_deliveries').columns(['endpoint_id', 'created_at', 'id']).execute();
+  // The delivery worker's claim: due rows in order; endpoint and lease in the index too, so a claim
+  // that skips a busy endpoint's backlog reads the index only.
+  await db.schema
+    .createIndex('webhook_deliveries_due')
+    .on('webhook_deliveries')
+    .columns(['status', 'next_attempt_at', 'endpoint_id', 'lease_until', 'id'])
+    .execute();
+  // No index by endpoint: every index is written on the API's write path (a delivery is queued in
+  // the transaction of each change); the delivery log reads webhook_attempts, and deleting an
+  // endpoint (rare) may scan.
   await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').column('event_id').execute();
 
   await db.schema

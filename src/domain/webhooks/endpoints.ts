@@ -68,7 +68,10 @@ export function checkEventPatterns(events: string[] | undefined): string[] {
   if (patterns.length === 0) throw ValidationError.field('events', 'choose at least one event type, or * for all');
   const unknown = patterns.filter((p) => parsePattern(p) === null);
   if (unknown.length > 0) {
-    throw ValidationError.field('events', `unknown event type or pattern ${unknown.join(', ')}; use a type such as contact.created, a prefix such as contact.*, or *`);
+    throw ValidationError.field(
+      'events',
+      `unknown event type or pattern ${unknown.join(', ')}; use a type such as contact.created, a prefix such as contact.*, or *`,
+    );
   }
   return patterns.includes('*') ? ['*'] : patterns;
 }

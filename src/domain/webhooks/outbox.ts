@@ -128,7 +128,11 @@ export async function extendLeases(db: Kysely<Database>, held: ClaimedDelivery[]
     await db
       .updateTable('webhook_deliveries')
       .set({ lease_until: until })
-      .where('id', 'in', part.map((d) => d.id))
+      .where(
+        'id',
+        'in',
+        part.map((d) => d.id),
+      )
       .where('status', '=', 'pending')
       .execute();
   }
@@ -141,7 +145,11 @@ export async function releaseLeases(db: Kysely<Database>, held: ClaimedDelivery[
     await db
       .updateTable('webhook_deliveries')
       .set({ lease_until: null })
-      .where('id', 'in', part.map((d) => d.id))
+      .where(
+        'id',
+        'in',
+        part.map((d) => d.id),
+      )
       .where('status', '=', 'pending')
       .execute();
   }

@@ -1,0 +1,16 @@
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * An instance's shutdown as its HTTP edge sees it; server.ts sets `shuttingDown` on SIGTERM/SIGINT.
+ * From that moment /readyz answers 503 and every response asks its client to close the connection,
+ * so keep-alive clients open their next connection elsewhere instead of having an idle one cut.
+ */
+export class ShutdownState {
+  shuttingDown = false;
+}
+
+export function closeConnectionsWhenShuttingDown(app: FastifyInstance, state: ShutdownState): void {
+  app.addHook('onRequest', async (_request, reply) => {
+    if (state.shuttingDown) reply.header('connection', 'close');
+  });
+}

@@ -1,0 +1,232 @@
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { checkResponse } from './helpers/contract.js';
+import { TEST_REDIS_URL } from './helpers/harness.js';
+import { orgWithKey, serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
+
+/**
+ * Graceful shutdown of a real `orgdata serve` process under load: on SIGTERM or SIGINT /readyz
+ * answers 503 at once, the listener then closes, every request already sent is answered in full
+ * (none is cut), and the process exits 0 within SHUTDOWN_GRACE_SECONDS, logging its start and end.
+ */
+const LOOPS = 20;
+
+interface Outcome {
+  method: 'GET' | 'POST';
+  startedAt: number;
+  endedAt: number;
+  status?: number;
+  /** The response's Connection header. */
+  connection?: string;
+  /** Why the request failed (a connection error) or its response was not valid. */
+  error?: string;
+}
+
+/** One request over `agent`; a POST's body arrives in two parts `pauseMs` apart. */
+function send(
+  base: string,
+  agent: http.Agent,
+  key: string,
+  method: 'GET' | 'POST',
+  pauseMs: number,
+): Promise<Omit<Outcome, 'startedAt' | 'endedAt'>> {
+  const path = method === 'GET' ? '/api/v1/contacts?limit=5' : '/api/v1/contacts';
+  const body = JSON.stringify({ first_name: 'Draining', email: `drain-${Math.random().toString(36).slice(2)}@example.com` });
+  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+  if (method === 'POST') Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
+  return new Promise((resolve) => {
+    const req = http.request(`${base}${path}`, { method, agent, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('aborted', () => resolve({ method, status: res.statusCode, error: 'response aborted' }));
+      res.on('error', (error) => resolve({ method, status: res.statusCode, error: `response: ${error.message}` }));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks);
+        try {
+          if (!res.complete) throw new Error('incomplete response');
+          checkResponse(method, path, res.statusCode!, res.headers, text, headers);
+          const json = JSON.parse(text.toString('utf8')) as { data?: unknown[]; id?: string };
+          const expected = method === 'GET' ? 200 : 201;
+          if (res.statusCode !== expected) throw new Error(`status ${res.statusCode}: ${text.toString('utf8')}`);
+          if (method === 'GET' ? !Array.isArray(json.data) : !json.id?.startsWith('con_')) throw new Error('unexpected body');
+          resolve({ method, status: res.statusCode, connection: res.headers.connection });
+        } catch (error) {
+          resolve({ method, status: res.statusCode, error: `invalid response: ${(error as Error).message}` });
+        }
+      });
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => resolve({ method, error: error.code ?? error.message }));
+    if (method === 'GET') {
+      req.end();
+    } else {
+      const half = Math.floor(body.length / 2);
+      req.write(body.slice(0, half));
+      setTimeout(() => req.end(body.slice(half)), pauseMs);
+    }
+  });
+}
+
+interface Poll {
+  startedAt: number;
+  endedAt: number;
+  status?: number;
+  body?: string;
+  error?: string;
+}
+
+/** GET /readyz on a fresh connection each time. */
+function pollReady(base: string): Promise<Poll> {
+  const startedAt = performance.now();
+  return new Promise((resolve) => {
+    const req = http.get(`${base}/readyz`, { agent: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ startedAt, endedAt: performance.now(), status: res.statusCode, body }));
+      res.on('error', (error) => resolve({ startedAt, endedAt: performance.now(), error: error.message }));
+    });
+    req.on('error', (error: NodeJS.ErrnoException) =>
+      resolve({ startedAt, endedAt: performance.now(), error: error.code ?? error.message }),
+    );
+  });
+}
+
+/** A poll as one letter: R ready, S shutting down, X refused (anything else is spelt out). */
+function letter(poll: Poll): string {
+  if (poll.error) return 'X';
+  const status = (JSON.parse(poll.body!) as { status?: string }).status;
+  if (poll.status === 200 && status === 'ready') return 'R';
+  if (poll.status === 503 && status === 'shutting down') return 'S';
+  return `[${poll.status} ${poll.body}]`;
+}
+
+const CASES: { dialect: 'sqlite' | 'postgres'; signal: NodeJS.Signals; skip: boolean }[] = [
+  { dialect: 'sqlite', signal: 'SIGTERM', skip: false },
+  { dialect: 'sqlite', signal: 'SIGINT', skip: false },
+  { dialect: 'postgres', signal: 'SIGTERM', skip: !process.env.TEST_DATABASE_URL },
+];
+
+describe('graceful shutdown of orgdata serve', { timeout: 120_000 }, () => {
+  const servers: ServerEnv[] = [];
+  afterAll(async () => {
+    for (const server of servers) await server.dispose();
+  });
+
+  for (const { dialect, signal, skip } of CASES) {
+    it.skipIf(skip)(`${signal} on ${dialect} under load: readiness fails first, every request sent is answered, exit 0`, async () => {
+      const server = await serverEnv(dialect, {
+        LOG_LEVEL: 'info',
+        SHUTDOWN_GRACE_SECONDS: '10',
+        SHUTDOWN_DELAY_SECONDS: '1',
+        ...(dialect === 'postgres' && TEST_REDIS_URL ? { REDIS_URL: TEST_REDIS_URL } : {}),
+      });
+      servers.push(server);
+      const { key } = await orgWithKey(server.env);
+      const proc = await startServerProcess(server);
+      const exited = proc.exited.then((result) => ({ ...result, at: performance.now() }));
+
+      const agent = new http.Agent({ keepAlive: true, maxSockets: LOOPS });
+      const outcomes: Outcome[] = [];
+      let stop = false;
+      const loop = async (n: number) => {
+        for (let i = 0; !stop; i++) {
+          const method = (n + i) % 2 ? 'GET' : 'POST';
+          const startedAt = performance.now();
+          const outcome = await send(server.url, agent, key, method, 100 + ((n * 37 + i * 53) % 200));
+          outcomes.push({ ...outcome, startedAt, endedAt: performance.now() });
+          if (outcome.error) await sleep(10);
+        }
+      };
+      const polls: Poll[] = [];
+      const poller = async () => {
+        while (!stop) {
+          polls.push(await pollReady(server.url));
+          await sleep(20);
+        }
+      };
+      const load = Promise.all([...Array.from({ length: LOOPS }, (_, n) => loop(n)), poller()]);
+
+      await sleep(1500);
+      const signalledAt = performance.now();
+      proc.child.kill(signal);
+      const exit = await Promise.race([exited, sleep(20_000).then(() => null)]);
+      stop = true;
+      await load;
+      agent.destroy();
+      if (!exit) proc.child.kill('SIGKILL');
+
+      // Exits 0, within the grace period.
+      expect(exit, proc.output().slice(-2000)).not.toBeNull();
+      expect({ code: exit!.code, signal: exit!.signal }).toEqual({ code: 0, signal: null });
+      expect(exit!.at - signalledAt).toBeLessThan(10_000);
+
+      // Every response is complete and valid; every request sent before the signal got one.
+      const before = outcomes.filter((o) => o.startedAt < signalledAt);
+      const inFlight = before.filter((o) => o.endedAt > signalledAt);
+      expect(outcomes.filter((o) => o.status !== undefined && o.error)).toEqual([]);
+      expect(before.filter((o) => o.error)).toEqual([]);
+      expect(before.length).toBeGreaterThan(100);
+      expect(inFlight.length).toBeGreaterThan(0);
+      // /readyz: ready until the server takes the signal, then 503 "shutting down" while the
+      // listener still accepts, and only then refused.
+      const sequence = polls.map(letter).join('');
+      expect(
+        polls
+          .filter((p) => p.startedAt < signalledAt)
+          .map(letter)
+          .join(''),
+      ).toMatch(/^R+$/);
+      expect(sequence).toMatch(/^R+S+X+$/);
+      // From then on, requests are still answered during the delay, with Connection: close.
+      const shuttingSince = polls.find((p) => letter(p) === 'S')!.endedAt;
+      const duringDelay = outcomes.filter((o) => o.startedAt > shuttingSince && o.status !== undefined);
+      expect(duringDelay.length).toBeGreaterThan(0);
+      expect(duringDelay.filter((o) => o.connection !== 'close')).toEqual([]);
+
+      // One line at the start of the shutdown and one at its end.
+      const lines = proc
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg: string; signal?: string; connectionsCut?: number; level: number });
+      expect(lines.filter((l) => l.msg.startsWith('shutting down'))).toMatchObject([{ signal }]);
+      expect(lines.filter((l) => l.msg === 'shut down')).toMatchObject([{ connectionsCut: 0 }]);
+      expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    });
+  }
+
+  it('cuts a request still running at the end of the grace period, and still exits 0', async () => {
+    const server = await serverEnv('sqlite', { LOG_LEVEL: 'info', SHUTDOWN_GRACE_SECONDS: '2', SHUTDOWN_DELAY_SECONDS: '0' });
+    servers.push(server);
+    const { key } = await orgWithKey(server.env);
+    const proc = await startServerProcess(server);
+
+    // A POST whose body never finishes arriving.
+    const stalled = new Promise<string>((resolve) => {
+      const req = http.request(`${server.url}/api/v1/contacts`, {
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': '100' },
+      });
+      req.on('response', (res) => resolve(`answered ${res.statusCode}`));
+      req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+      req.write('{"first_name":');
+    });
+    await sleep(300);
+    const signalledAt = performance.now();
+    proc.child.kill('SIGTERM');
+    const exit = await proc.exited;
+    const took = performance.now() - signalledAt;
+
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(took).toBeGreaterThanOrEqual(1900);
+    expect(took).toBeLessThan(6000);
+    expect(await stalled).toBe('ECONNRESET');
+    const end = proc
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"shut down"'))
+      .map((line) => JSON.parse(line) as { connectionsCut: number });
+    expect(end).toMatchObject([{ connectionsCut: 1 }]);
+  });
+});
