@@ -84,7 +84,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL pool size and statem
     expect((await sql<{ one: number }>`select 1 as one`.execute(strict.db.kysely)).rows).toEqual([{ one: 1 }]);
   });
 
-  it('answers a request stuck behind a lock with a 500 problem document once the timeout passes, not a hang', async () => {
+  it('answers a request stuck behind a lock with a 503 problem document once the timeout passes, not a hang', async () => {
     const org = await strict.newOrg();
     const key = await org.key(['contacts:read', 'contacts:write']);
     const locker = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
@@ -99,9 +99,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL pool size and statem
       ]);
       expect(Date.now() - started).toBeLessThan(3000);
       for (const res of [list, create]) {
-        expect(res.statusCode, res.body).toBe(500);
+        expect(res.statusCode, res.body).toBe(503);
+        expect(res.headers['retry-after']).toBe('1');
         expect(res.headers['content-type']).toContain('application/problem+json');
-        expect(res.json()).toMatchObject({ status: 500, code: 'internal_error', request_id: res.headers['request-id'] });
+        expect(res.json()).toMatchObject({ status: 503, code: 'service_unavailable', request_id: res.headers['request-id'] });
       }
     } finally {
       await locker.query('ROLLBACK');

@@ -134,3 +134,9 @@ export function isEncodingError(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return code === '22021' || code === '22P05';
 }
+
+/** PostgreSQL cancelled a statement that ran past DATABASE_STATEMENT_TIMEOUT_MS (or a lock wait). */
+export function isStatementTimeout(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  return (error as { code?: unknown }).code === '57014';
+}

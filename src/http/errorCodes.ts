@@ -75,7 +75,11 @@ export const ERROR_CODES = {
     status: 500,
     summary: 'Something failed on our side. Nothing about it is disclosed; quote the request_id to the operator.',
   },
-  service_unavailable: { status: 503, summary: 'The server is starting or shutting down. Retry shortly.' },
+  service_unavailable: {
+    status: 503,
+    summary:
+      'The database did not answer in time (nothing was changed), or the server is shutting down. Retry after `Retry-After` seconds.',
+  },
   storage_unavailable: {
     status: 503,
     summary:

@@ -14,7 +14,7 @@ import {
   ValidationError,
   type FieldError,
 } from '../domain/errors.js';
-import { isEncodingError, isForeignKeyViolation } from '../db/database.js';
+import { isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/database.js';
 import { sendProblem } from './problem.js';
 
 /** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
@@ -139,6 +139,20 @@ export function errorHandler(docsUrl: string) {
         400,
         'invalid_request',
         'The request contains characters that cannot be stored (such as NUL).',
+      );
+    }
+    if (isStatementTimeout(error)) {
+      // The database is overloaded or a row is locked for long: nothing was written (the
+      // transaction rolled back), and a retry shortly may well succeed.
+      request.log.warn({ err: error }, 'statement timeout');
+      reply.header('retry-after', '1');
+      return sendProblem(
+        request,
+        reply,
+        docsUrl,
+        503,
+        'service_unavailable',
+        'The database did not answer in time; nothing was changed. Retry shortly.',
       );
     }
     const status = fastifyError.statusCode ?? 500;

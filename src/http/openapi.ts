@@ -154,9 +154,10 @@ function parameters(route: Documented): Json[] {
 
 /**
  * Statuses any operation can answer whatever its own logic: a request Node's parser refuses (400),
- * one that stalls (408), an over-long URL (414) or headers (431), and a failure of ours (500).
+ * one that stalls (408), an over-long URL (414) or headers (431), a failure of ours (500), and a
+ * database that did not answer within its statement timeout (503, with Retry-After).
  */
-const EDGE_STATUSES = [400, 408, 414, 431, 500];
+const EDGE_STATUSES = [400, 408, 414, 431, 500, 503];
 
 function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
   const { summary, description, tags, operationId, body } = route.schema;
