@@ -25,7 +25,7 @@ import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import { newId, nowIso } from '../src/domain/ids.js';
 import { cli, orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from '../test/helpers/serverProcess.js';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 100_000);

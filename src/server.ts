@@ -12,6 +12,7 @@ import { purgeOldEvents } from './domain/events/events.js';
 import { openBlobStore, openRateLimiter, openSignInThrottle } from './infra/choose.js';
 import { ShutdownState } from './http/shutdown.js';
 import { deliveryWorkerFor } from './infra/webhooks/deliveryWorker.js';
+import { purgeOldDeliveries } from './domain/webhooks/outbox.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -49,6 +50,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
     purgeAbandonedUploads(db.kysely, blobs, now).catch((error: unknown) => app.log.warn({ err: error }, 'upload purge failed'));
     purgeExpiredSessions(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'session purge failed'));
     purgeOldEvents(db.kysely, now, config.eventRetentionDays).catch((error: unknown) => app.log.warn({ err: error }, 'event purge failed'));
+    purgeOldDeliveries(db.kysely, now, config.eventRetentionDays).catch((error: unknown) =>
+      app.log.warn({ err: error }, 'webhook delivery purge failed'),
+    );
   };
   housekeeping();
   const purge = setInterval(housekeeping, 5 * 60 * 1000);

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { getEndpoint, rollSecret } from '../src/domain/webhooks/endpoints.js';
 import { deliveryLog, resendDelivery, sendTestEvent } from '../src/domain/webhooks/deliveries.js';
+import { purgeOldDeliveries } from '../src/domain/webhooks/outbox.js';
 import type { DeliveryWorker } from '../src/infra/webhooks/deliveryWorker.js';
 import { DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
 import { startReceiver, type Receiver } from './helpers/webhookReceiver.js';
@@ -214,8 +215,8 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
     worker();
     await fast.until(() => fast.received.length === 40, 3500, 'the fast endpoint');
     expect(Date.now() - started).toBeLessThan(3500);
-    // The slow one has 4 requests open (its per-endpoint limit), none answered yet.
-    expect(slow.received.length).toBeLessThanOrEqual(4);
+    // The slow one has 8 requests open (its per-endpoint limit), none answered yet.
+    expect(slow.received.length).toBeLessThanOrEqual(8);
   });
 
   it('sends a test ping and resends a delivery with the same webhook-id', async () => {
@@ -262,11 +263,31 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
     receiver.answer = () => ({ status: 200, delayMs: 1500 });
     await emit(h.db.kysely, orgId, 30);
     const w = worker();
-    await receiver.until(() => receiver.received.length === 4);
+    await receiver.until(() => receiver.received.length === 8);
     await w.stop(3000);
     workers.splice(workers.indexOf(w), 1);
     const rows = await h.db.kysely.selectFrom('webhook_deliveries').select(['status', 'lease_until']).where('org_id', '=', orgId).execute();
-    expect(rows.filter((r) => r.status === 'succeeded')).toHaveLength(4);
-    expect(rows.filter((r) => r.status === 'pending' && r.lease_until === null)).toHaveLength(26);
+    expect(rows.filter((r) => r.status === 'succeeded')).toHaveLength(8);
+    expect(rows.filter((r) => r.status === 'pending' && r.lease_until === null)).toHaveLength(22);
+  });
+
+  it('fails a delivery whose event was purged, and purges deliveries past the retention with their attempts', async () => {
+    const { orgId } = await setup();
+    const [gone, kept] = await emit(h.db.kysely, orgId, 2);
+    await h.db.kysely.deleteFrom('events').where('id', '=', gone!).execute();
+    worker();
+    await receiver.until(() => receiver.received.length === 1);
+    expect(receiver.received[0]!.event.id).toBe(kept);
+    const orphan = () => h.db.kysely.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', gone!).executeTakeFirstOrThrow();
+    await expect.poll(async () => (await orphan()).status).toBe('failed');
+    expect((await orphan()).last_error).toContain('the event no longer exists');
+
+    const sent = String(receiver.received[0]!.headers['webhook-id']);
+    await expect.poll(async () => (await delivery(sent)).status).toBe('succeeded');
+    const old = new Date(Date.now() - 31 * 86_400_000).toISOString();
+    await h.db.kysely.updateTable('webhook_deliveries').set({ next_attempt_at: old }).where('org_id', '=', orgId).execute();
+    expect(await purgeOldDeliveries(h.db.kysely, new Date(), 30)).toBeGreaterThanOrEqual(2);
+    expect(await h.db.kysely.selectFrom('webhook_deliveries').select('id').where('org_id', '=', orgId).execute()).toEqual([]);
+    expect(await h.db.kysely.selectFrom('webhook_attempts').select('id').where('org_id', '=', orgId).execute()).toEqual([]);
   });
 });

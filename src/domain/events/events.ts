@@ -80,7 +80,7 @@ export async function getEvent(ctx: Ctx, id: string): Promise<EventView> {
   return toEventView(row);
 }
 
-/** Deletes events older than the retention period, with their deliveries (cascade). */
+/** Deletes events older than the retention period (their webhook deliveries: purgeOldDeliveries). */
 export async function purgeOldEvents(db: Ctx['db'], now: Date, retentionDays: number): Promise<number> {
   const cutoff = new Date(now.getTime() - retentionDays * 24 * 60 * 60 * 1000).toISOString();
   const result = await db.deleteFrom('events').where('created_at', '<', cutoff).executeTakeFirst();

@@ -58,10 +58,7 @@ export async function recordEvents(
       status: 'pending' as const,
       attempts: 0,
       next_attempt_at: at,
-      lease_until: null,
-      last_attempt_at: null,
-      last_status: null,
-      last_error: null,
+      // lease_until, last_attempt_at, last_status and last_error start null: fewer values to bind.
       created_at: at,
       updated_at: at,
     })),

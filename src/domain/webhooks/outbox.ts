@@ -101,11 +101,16 @@ export async function claimDeliveries(
     for (const row of rows) events.set(row.id, eventBody(row));
   }
   const out: ClaimedDelivery[] = [];
+  const orphans: string[] = [];
   for (const d of claimed) {
     const endpoint = endpoints.get(d.endpoint_id);
-    const body = d.event_id === null ? (endpoint ? pingBody(d, endpoint) : undefined) : events.get(d.event_id);
-    // Deleted meanwhile (endpoint or purged event): the cascade removes the delivery too.
-    if (!endpoint || body === undefined) continue;
+    // Endpoint deleted meanwhile: the cascade has removed the delivery too.
+    if (!endpoint) continue;
+    const body = d.event_id === null ? pingBody(d, endpoint) : events.get(d.event_id);
+    if (body === undefined) {
+      orphans.push(d.id);
+      continue;
+    }
     out.push({
       id: d.id,
       orgId: d.org_id,
@@ -118,7 +123,45 @@ export async function claimDeliveries(
       body,
     });
   }
+  if (orphans.length > 0) {
+    // Its event was purged (older than EVENT_RETENTION_DAYS, e.g. while the endpoint was disabled).
+    await db
+      .updateTable('webhook_deliveries')
+      .set({
+        status: 'failed',
+        lease_until: null,
+        last_error: 'the event no longer exists (older than the retention period)',
+        updated_at: now,
+      })
+      .where('id', 'in', orphans)
+      .execute();
+  }
   return out;
+}
+
+/**
+ * Deletes deliveries (with their attempts) older than the retention of events, the same
+ * housekeeping as purgeOldEvents. It goes by next_attempt_at, which the claim's index holds: a
+ * delivery's last scheduled attempt, at most a day or so after it was queued.
+ */
+export async function purgeOldDeliveries(db: Kysely<Database>, now: Date, retentionDays: number): Promise<number> {
+  const cutoff = nowIso(new Date(now.getTime() - retentionDays * 86_400_000));
+  let deleted = 0;
+  for (const status of ['succeeded', 'failed', 'pending'] as const) {
+    for (;;) {
+      // In slices, so that a large purge never holds the database for long.
+      const old = db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('status', '=', status)
+        .where('next_attempt_at', '<', cutoff)
+        .limit(CHUNK);
+      const result = await db.deleteFrom('webhook_deliveries').where('id', 'in', old).executeTakeFirst();
+      deleted += Number(result.numDeletedRows);
+      if (Number(result.numDeletedRows) < CHUNK) break;
+    }
+  }
+  return deleted;
 }
 
 /** Extends the leases of deliveries a worker still holds (its heartbeat); returns the new lease. */

@@ -23,7 +23,7 @@ import { postWebhook } from './sender.js';
  * - Claims due deliveries in batches with a lease (see claimDeliveries), extended by a heartbeat
  *   while they are held; a crash leaves the lease to expire and another worker (or this one after
  *   a restart) sends them again: at least once.
- * - Sends with bounded concurrency per endpoint (4) and overall (32), and holds a bounded number of
+ * - Sends with bounded concurrency per endpoint (8) and overall (64), and holds a bounded number of
  *   each endpoint's deliveries, so a slow or dead endpoint never holds up the others.
  * - Records outcomes in batches (recordAttempts), which applies the retry schedule and disables
  *   endpoints that keep failing.
@@ -44,7 +44,7 @@ export interface DeliveryWorkerOptions {
   idlePollMs?: number;
 }
 
-/** Deliveries held (claimed, not yet recorded) at most, overall and per endpoint. */
+/** Deliveries held at most: overall (claimed, not yet recorded) and per endpoint (claimed, not yet sent). */
 const MAX_HELD = 1024;
 const MAX_HELD_PER_ENDPOINT = 64;
 const BATCH = 64;
@@ -55,7 +55,8 @@ const FLUSH_MS = 100;
 interface EndpointQueue {
   waiting: ClaimedDelivery[];
   sending: number;
-  held: number;
+  /** Waiting or being sent. */
+  claimed: number;
 }
 
 export class DeliveryWorker {
@@ -85,8 +86,8 @@ export class DeliveryWorker {
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.db = options.db;
-    this.concurrency = options.concurrency ?? 32;
-    this.perEndpoint = options.perEndpoint ?? 4;
+    this.concurrency = options.concurrency ?? 64;
+    this.perEndpoint = options.perEndpoint ?? 8;
     this.idlePollMs = options.idlePollMs ?? 200;
     this.leaseMs = Math.max(5_000, 3 * options.timeoutMs);
   }
@@ -131,7 +132,7 @@ export class DeliveryWorker {
   }
 
   private saturated(): string[] {
-    return [...this.endpoints].filter(([, q]) => q.held >= MAX_HELD_PER_ENDPOINT).map(([id]) => id);
+    return [...this.endpoints].filter(([, q]) => q.claimed >= MAX_HELD_PER_ENDPOINT).map(([id]) => id);
   }
 
   private async loop(): Promise<void> {
@@ -170,21 +171,25 @@ export class DeliveryWorker {
     this.held.set(delivery.id, delivery);
     let queue = this.endpoints.get(delivery.endpointId);
     if (!queue) {
-      queue = { waiting: [], sending: 0, held: 0 };
+      queue = { waiting: [], sending: 0, claimed: 0 };
       this.endpoints.set(delivery.endpointId, queue);
     }
     queue.waiting.push(delivery);
-    queue.held += 1;
+    queue.claimed += 1;
   }
 
+  /** A send is over (its outcome waits to be recorded). */
+  private sent(endpointId: string, queue: EndpointQueue): void {
+    queue.claimed -= 1;
+    if (queue.claimed === 0 && this.endpoints.get(endpointId) === queue) this.endpoints.delete(endpointId);
+    // An endpoint drained to half of what it may hold: claim more at once, not at the next poll.
+    if (queue.claimed === MAX_HELD_PER_ENDPOINT / 2) this.wake?.();
+  }
+
+  /** Its outcome is recorded (or it is given up): its lease is no longer renewed. */
   private release(delivery: ClaimedDelivery): void {
     this.held.delete(delivery.id);
-    const queue = this.endpoints.get(delivery.endpointId);
-    if (!queue) return;
-    queue.held -= 1;
-    if (queue.held === 0 && queue.sending === 0 && queue.waiting.length === 0) this.endpoints.delete(delivery.endpointId);
-    // An endpoint drained to half of what it may hold: claim more at once, not at the next poll.
-    if (queue.held === MAX_HELD_PER_ENDPOINT / 2 || this.held.size === MAX_HELD / 2) this.wake?.();
+    if (this.held.size === MAX_HELD / 2) this.wake?.();
   }
 
   /** Starts sends while there is room, taking endpoints in turn. */
@@ -203,6 +208,7 @@ export class DeliveryWorker {
         const send = this.send(delivery).finally(() => {
           queue.sending -= 1;
           this.sending -= 1;
+          this.sent(id, queue);
           this.sends.delete(send);
           if (this.running) this.pump();
         });
