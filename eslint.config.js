@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'artifacts/', 'data/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'artifacts/', 'data/', 'client/dist/', 'client/src/generated/'] },
   ...tseslint.configs.recommended,
   {
     languageOptions: {

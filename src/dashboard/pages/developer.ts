@@ -18,6 +18,8 @@ import type { DashboardDeps } from '../plugin.js';
 import { developerTabs } from './developerTabs.js';
 
 const DEVELOPER = '/settings/developer';
+/** The official client's README (it follows cursors, retries, sends idempotency keys, verifies webhooks). */
+const CLIENT_README = 'https://www.npmjs.com/package/@orgdata/client';
 
 interface KeyForm {
   name?: string;
@@ -176,6 +178,10 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
             <p>
               Keys give programs access to ${session.orgName}'s data through the API. A key stops working when it is revoked, when it
               expires, or when the admin who created it stops being an admin.
+            </p>
+            <p>
+              From Node.js, the official TypeScript client follows cursors, retries and sends idempotency keys for you: read the
+              <a href="${CLIENT_README}">@orgdata/client README</a>. Every endpoint is in the <a href="/docs">API reference</a>.
             </p>
             ${keyTable(keys, creators, admin.now)}
             <h2>Create a key</h2>

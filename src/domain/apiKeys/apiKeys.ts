@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { ApiKeysTable, Database } from '../../db/schema.js';
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
@@ -178,13 +179,9 @@ export interface AuthenticatedKey {
   lastUsedAt: string | null;
 }
 
-/** Resolves a presented key, or throws 401-worthy errors that never say which check failed. */
-export async function authenticateKey(db: Kysely<Database>, secret: string, presented: string, now: Date): Promise<AuthenticatedKey> {
-  if (!isWellFormedKey(secret, presented)) throw new UnauthorizedError('The API key is malformed.');
-  // One indexed read, which also checks that the key's creator is still an admin of the
-  // organisation and active: a key never outlives its creator's admin rights, even if a
-  // demotion raced the key's creation.
-  const row = await db
+/** The key with this hash, its creator's role and whether they are active: run on every API request. */
+const keyByHash = new PreparedQuery((db, slot) =>
+  db
     .selectFrom('api_keys')
     .leftJoin('memberships', (join) =>
       join.onRef('memberships.org_id', '=', 'api_keys.org_id').onRef('memberships.user_id', '=', 'api_keys.created_by'),
@@ -200,8 +197,16 @@ export async function authenticateKey(db: Kysely<Database>, secret: string, pres
       'memberships.role',
       'users.deactivated_at',
     ])
-    .where('api_keys.key_hash', '=', hashKey(secret, presented))
-    .executeTakeFirst();
+    .where('api_keys.key_hash', '=', slot<string>(0)),
+);
+
+/** Resolves a presented key, or throws 401-worthy errors that never say which check failed. */
+export async function authenticateKey(db: Kysely<Database>, secret: string, presented: string, now: Date): Promise<AuthenticatedKey> {
+  if (!isWellFormedKey(secret, presented)) throw new UnauthorizedError('The API key is malformed.');
+  // One indexed read, which also checks that the key's creator is still an admin of the
+  // organisation and active: a key never outlives its creator's admin rights, even if a
+  // demotion raced the key's creation.
+  const [row] = await keyByHash.execute(db, [hashKey(secret, presented)]);
   if (!row) throw new UnauthorizedError('The API key is not valid.');
   if (row.revoked_at !== null) throw new UnauthorizedError('The API key has been revoked.');
   if (row.expires_at !== null && row.expires_at <= nowIso(now)) {

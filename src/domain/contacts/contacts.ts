@@ -1,3 +1,4 @@
+import { PreparedQuery } from '../../db/preparedQuery.js';
 import { inTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent, recordEvents } from '../events/record.js';
 import type { Kysely } from 'kysely';
@@ -170,14 +171,14 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
   }
 }
 
+// Values: 0 org, 1 contact id.
+const contactById = new PreparedQuery((db, slot) =>
+  db.selectFrom('contacts').select(CONTACT_COLUMNS).where('contacts.org_id', '=', slot<string>(0)).where('contacts.id', '=', slot<string>(1)),
+);
+
 export async function getContact(ctx: Ctx, id: string): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:read');
-  const row = await ctx.db
-    .selectFrom('contacts')
-    .select(CONTACT_COLUMNS)
-    .where('contacts.org_id', '=', ctx.orgId)
-    .where('contacts.id', '=', id)
-    .executeTakeFirst();
+  const [row] = await contactById.execute(ctx.db, [ctx.orgId, id]);
   if (!row) throw new NotFoundError(`No contact ${id}.`);
   const [view] = await toContactViews(ctx.db, ctx.orgId, [row]);
   return view!;

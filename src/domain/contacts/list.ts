@@ -1,9 +1,10 @@
 import { sql, type SqlBool } from 'kysely';
+import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { Ctx } from '../context.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
 import { normaliseEmail } from '../validation.js';
-import { CONTACT_COLUMNS, toContactViews, type ContactView } from './view.js';
+import { CONTACT_COLUMNS, toContactViews, type ContactRow, type ContactView } from './view.js';
 
 export interface ContactFilters {
   /** Exact match, case-insensitive, the domain compared in canonical form (`xn--` or Unicode alike). */
@@ -18,34 +19,45 @@ function containing(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-export async function listContacts(ctx: Ctx, page: PageRequest, filters: ContactFilters = {}): Promise<Page<ContactView>> {
-  requireScope(ctx.actor, 'contacts:read');
-  let query = ctx.db.selectFrom('contacts').select(CONTACT_COLUMNS).where('contacts.org_id', '=', ctx.orgId);
-  if (filters.email !== undefined) query = query.where('contacts.email_lower', '=', normaliseEmail(filters.email).toLowerCase());
-  if (filters.labelId !== undefined) {
-    const labelId = filters.labelId;
+/** Which filters a list request uses: each combination is compiled once (see PreparedQuery). */
+type Shape = `${0 | 1}${0 | 1}${0 | 1}${0 | 1}`;
+
+// Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after, 6 limit.
+const contactsPage = new PreparedQuery<ContactRow, Shape>((db, slot, shape) => {
+  const [email, label, search, after] = [...shape].map((flag) => flag === '1');
+  let query = db.selectFrom('contacts').select(CONTACT_COLUMNS).where('contacts.org_id', '=', slot<string>(0));
+  if (email) query = query.where('contacts.email_lower', '=', slot<string>(1));
+  if (label) {
     query = query.where((eb) =>
       eb.exists(
         eb
           .selectFrom('contact_labels')
           .select('contact_labels.contact_id')
           .whereRef('contact_labels.contact_id', '=', 'contacts.id')
-          .where('contact_labels.label_id', '=', labelId),
+          .where('contact_labels.label_id', '=', slot<string>(2)),
       ),
     );
   }
-  if (filters.search !== undefined && filters.search.trim() !== '') {
-    const pattern = containing(filters.search.trim());
+  if (search) {
+    const pattern = slot<string>(3);
     query = query.where(
       sql<SqlBool>`(lower(contacts.first_name) like ${pattern} escape '\\' or lower(contacts.last_name) like ${pattern} escape '\\' or contacts.email_lower like ${pattern} escape '\\')`,
     );
   }
-  if (page.after) query = query.where(afterPosition('contacts', page.after));
-  const rows = await query
-    .orderBy('contacts.created_at')
-    .orderBy('contacts.id')
-    .limit(page.limit + 1)
-    .execute();
+  if (after) query = query.where(afterPosition('contacts', { createdAt: slot(4), id: slot(5) }));
+  return query.orderBy('contacts.created_at').orderBy('contacts.id').limit(slot<number>(6));
+});
+
+export async function listContacts(ctx: Ctx, page: PageRequest, filters: ContactFilters = {}): Promise<Page<ContactView>> {
+  requireScope(ctx.actor, 'contacts:read');
+  const email = filters.email === undefined ? undefined : normaliseEmail(filters.email).toLowerCase();
+  const search = filters.search?.trim() ? containing(filters.search.trim()) : undefined;
+  const shape: Shape = `${email !== undefined ? 1 : 0}${filters.labelId !== undefined ? 1 : 0}${search !== undefined ? 1 : 0}${page.after ? 1 : 0}`;
+  const rows = await contactsPage.execute(
+    ctx.db,
+    [ctx.orgId, email, filters.labelId, search, page.after?.createdAt, page.after?.id, page.limit + 1],
+    shape,
+  );
   const { items, hasMore } = toPage(rows, page.limit);
   return { items: await toContactViews(ctx.db, ctx.orgId, items), hasMore };
 }

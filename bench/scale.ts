@@ -1,0 +1,126 @@
+/**
+ * `npm run bench:scale`: orgdata with a million contacts in one organisation. Seeds the database in
+ * bulk (not through the API), starts a real server process, then measures with autocannon the
+ * first page, a page 90 % deep (its cursor made from the row at that position, signed as
+ * http/lists.ts signs it), the email filter, get-by-id, the server's memory, and one client
+ * walking every contact 100 at a time. Prints the plan of every list query the API runs.
+ *
+ *   npm run bench:scale
+ *   BENCH_SCALE_CONTACTS=100000 BENCH_SETUPS=sqlite npm run bench:scale
+ */
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+import { encodeCursor } from '../src/domain/pagination.js';
+import { SECRET } from '../test/helpers/harness.js';
+import { orgWithKey, serverEnv, startServerProcess } from '../test/helpers/serverProcess.js';
+import { explainLists } from './scale/plans.js';
+import { postgresWriter, seed, sqliteWriter, type BulkWriter } from './scale/seed.js';
+
+const CONTACTS = Number(process.env.BENCH_SCALE_CONTACTS ?? 1_000_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+const SETUPS = (process.env.BENCH_SETUPS ?? ['sqlite', process.env.TEST_DATABASE_URL ? 'postgres' : ''].filter(Boolean).join(','))
+  .split(',')
+  .filter((s): s is 'sqlite' | 'postgres' => s === 'sqlite' || s === 'postgres');
+const DEEP = Math.floor(CONTACTS * 0.9);
+
+function memoryOf(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rssMb: Math.round(kb('VmRSS') / 1024), peakMb: Math.round(kb('VmHWM') / 1024) };
+}
+
+const pick = <T>(values: T[]): T => values[Math.floor(Math.random() * values.length)]!;
+
+async function measure(name: string, pid: number, options: autocannon.Options) {
+  await autocannon({ connections: CONNECTIONS, duration: 1, ...options });
+  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });
+  return {
+    target: name,
+    'req/s': Math.round(result.requests.average),
+    'p50 ms': result.latency.p50,
+    'p99 ms': result.latency.p99,
+    failed: result.non2xx + result.errors + result.timeouts,
+    'RSS MB': memoryOf(pid).rssMb,
+  };
+}
+
+async function runSetup(dialect: 'sqlite' | 'postgres'): Promise<void> {
+  const env = await serverEnv(dialect, { LOG_LEVEL: 'error' });
+  try {
+    const { orgId, key } = await orgWithKey(env.env); // also applies the migrations
+    const target = dialect === 'sqlite' ? path.join(env.env.DATA_DIR!, 'orgdata.sqlite') : env.env.DATABASE_URL!;
+    const writer: BulkWriter = dialect === 'sqlite' ? sqliteWriter(target) : postgresWriter(target);
+    let started = performance.now();
+    const seeded = await seed(writer, orgId, CONTACTS, DEEP);
+    // PostgreSQL's autovacuum would analyse the new rows shortly; SQLite never analyses by itself.
+    if (dialect === 'postgres') await writer.exec('analyze');
+    await writer.close();
+    console.log(`\n== ${dialect}: ${CONTACTS} contacts seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+    for (const plan of await explainLists(dialect, target, orgId, seeded)) {
+      console.log(`\n-- ${plan.name}${plan.flags.length > 0 ? '   <-- ' + plan.flags.join('; ') : ''}\n${plan.sql}`);
+      for (const line of plan.plan) console.log(`   ${line}`);
+    }
+
+    const proc = await startServerProcess(env);
+    const pid = proc.child.pid!;
+    const auth = { authorization: `Bearer ${key}` };
+    const api = `${env.url}/api/v1/contacts`;
+    try {
+      // The binding http/lists.ts signs a contacts cursor with: org, route, no path ids, no filters.
+      const cursor = encodeCursor(SECRET, JSON.stringify([orgId, '/api/v1/contacts', {}, {}]), seeded.deepRow);
+      const deep = (await (await fetch(`${api}?limit=25&cursor=${cursor}`, { headers: auth })).json()) as { data?: { id: string }[] };
+      const first = (await (await fetch(`${api}?limit=1`, { headers: auth })).json()) as { data: { id: string }[] };
+      if (!deep.data || deep.data.length !== 25) throw new Error(`the deep cursor was refused: ${JSON.stringify(deep)}`);
+      console.log(`\ndeep page starts ${deep.data[0]!.id} (row ${DEEP + 1}); first page starts ${first.data[0]!.id}`);
+
+      const rows = [
+        await measure('list first page (25)', pid, { url: `${api}?limit=25`, headers: auth }),
+        await measure(`list page ${DEEP} deep (25)`, pid, { url: `${api}?limit=25&cursor=${cursor}`, headers: auth }),
+        await measure('list email= (random)', pid, {
+          url: env.url,
+          requests: [
+            {
+              method: 'GET',
+              setupRequest: (r) => ({ ...r, path: `/api/v1/contacts?email=${pick(seeded.sampleEmails)}`, headers: auth }),
+            },
+          ],
+        }),
+        await measure('list label_id= (25)', pid, { url: `${api}?limit=25&label_id=${seeded.labelIds[0]}`, headers: auth }),
+        await measure('get-by-id (random)', pid, {
+          url: env.url,
+          requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/v1/contacts/${pick(seeded.sampleIds)}`, headers: auth }) }],
+        }),
+      ];
+      console.log(`\n${dialect}, ${CONTACTS} contacts, ${CONNECTIONS} connections, 1 s warm-up + ${SECONDS} s each`);
+      console.table(rows);
+
+      started = performance.now();
+      let walked = 0;
+      let next: string | null = null;
+      do {
+        const res = await fetch(`${api}?limit=100${next ? `&cursor=${next}` : ''}`, { headers: auth });
+        if (!res.ok) throw new Error(`walk failed at ${walked}: ${res.status} ${await res.text()}`);
+        const body = (await res.json()) as { data: unknown[]; next_cursor: string | null };
+        walked += body.data.length;
+        next = body.next_cursor;
+      } while (next);
+      const seconds = (performance.now() - started) / 1000;
+      if (walked !== CONTACTS) throw new Error(`the walk saw ${walked} contacts, not ${CONTACTS}`);
+      const memory = memoryOf(pid);
+      console.log(
+        `walk of ${walked} contacts, limit=100, one client: ${seconds.toFixed(1)} s (${Math.round(walked / 100 / seconds)} pages/s); ` +
+          `server RSS now ${memory.rssMb} MB, peak ${memory.peakMb} MB`,
+      );
+    } finally {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+    }
+  } finally {
+    await env.dispose();
+  }
+}
+
+for (const setup of SETUPS) await runSetup(setup);

@@ -1,0 +1,110 @@
+/**
+ * The query plans of every list the API serves, for `npm run bench:scale`: the domain functions
+ * run against a Kysely that records the SQL they build, then each statement is explained with its
+ * own parameters. A plan that sorts, or scans a table rather than searching an index, is flagged.
+ */
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, type CompiledQuery } from 'kysely';
+import pg from 'pg';
+import type { Database } from '../../src/db/schema.js';
+import type { Ctx } from '../../src/domain/context.js';
+import { listContacts } from '../../src/domain/contacts/list.js';
+import { listEvents } from '../../src/domain/events/events.js';
+import { listFiles } from '../../src/domain/files/files.js';
+import { listGroups } from '../../src/domain/groups/groups.js';
+import { listMembers } from '../../src/domain/groups/members.js';
+import { listLabels } from '../../src/domain/labels/labels.js';
+import { getContact } from '../../src/domain/contacts/contacts.js';
+import { expandScopes } from '../../src/domain/scopes.js';
+import type { Seeded } from './seed.js';
+
+export interface Plan {
+  name: string;
+  sql: string;
+  plan: string[];
+  flags: string[];
+}
+
+interface Explainer {
+  db: Kysely<Database>;
+  explain(query: CompiledQuery): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+function sqliteExplainer(file: string, log: (query: CompiledQuery) => void): Explainer {
+  const sqlite = new SQLite(file, { readonly: true });
+  return {
+    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => log(event.query) }),
+    explain: (query) =>
+      Promise.resolve(
+        (sqlite.prepare(`explain query plan ${query.sql}`).all(...(query.parameters as unknown[])) as { detail: string }[]).map(
+          (row) => row.detail,
+        ),
+      ),
+    close: async () => void sqlite.close(),
+  };
+}
+
+function postgresExplainer(url: string, log: (query: CompiledQuery) => void): Explainer {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  return {
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: (event) => log(event.query) }),
+    explain: async (query) =>
+      (await pool.query<{ 'QUERY PLAN': string }>(`explain ${query.sql}`, query.parameters as unknown[])).rows.map((r) => r['QUERY PLAN']),
+    close: () => pool.end(),
+  };
+}
+
+/** Sorting, or reading a whole table; an index range scan that filters rows is noted too. */
+function flagsOf(plan: string[]): string[] {
+  const flags: string[] = [];
+  for (const line of plan) {
+    if (/USE TEMP B-TREE FOR ORDER BY|(^|\s)Sort( |$)|Sort Key|Incremental Sort/.test(line)) flags.push(`sorts: ${line.trim()}`);
+    if (/^SCAN \w+$|SCAN \w+ USING (COVERING )?INDEX \S+$|Seq Scan/.test(line.trim())) flags.push(`scans: ${line.trim()}`);
+    if (/^\s*(->\s*)?Filter:/.test(line)) flags.push(`filters rows of an index range: ${line.trim()}`);
+  }
+  return flags;
+}
+
+export async function explainLists(dialect: 'sqlite' | 'postgres', target: string, orgId: string, seeded: Seeded): Promise<Plan[]> {
+  let captured: CompiledQuery[] = [];
+  const explainer = dialect === 'sqlite' ? sqliteExplainer(target, (q) => captured.push(q)) : postgresExplainer(target, (q) => captured.push(q));
+  const ctx: Ctx = {
+    db: explainer.db,
+    orgId,
+    actor: { kind: 'api_key', keyId: 'key_bench', scopes: expandScopes(['contacts:write', 'groups:write', 'files:write']) },
+    requestId: 'bench',
+    now: new Date(),
+  };
+  const after = { createdAt: seeded.deepRow.createdAt, id: seeded.deepRow.id };
+  const page = { limit: 25, after: null };
+  const cases: [string, () => Promise<unknown>][] = [
+    ['contacts', () => listContacts(ctx, page)],
+    ['contacts after a cursor', () => listContacts(ctx, { limit: 25, after })],
+    ['contacts email=', () => listContacts(ctx, page, { email: 'person-7@example.com' })],
+    ['contacts label_id=', () => listContacts(ctx, page, { labelId: seeded.labelIds[0]! })],
+    ['contacts label_id= after a cursor', () => listContacts(ctx, { limit: 25, after }, { labelId: seeded.labelIds[0]! })],
+    ['contact by id', () => getContact(ctx, seeded.sampleIds[1]!)],
+    ['labels', () => listLabels(ctx, page)],
+    ['groups', () => listGroups(ctx, page)],
+    ['group members', () => listMembers(ctx, seeded.groupId, page)],
+    ['files status=ready', () => listFiles(ctx, page, { status: 'ready' })],
+    ['events', () => listEvents(ctx, page)],
+    ['events type=contact.created', () => listEvents(ctx, page, { type: 'contact.created' })],
+    ['events type=contact.*', () => listEvents(ctx, page, { type: 'contact.*' })],
+  ];
+  const plans: Plan[] = [];
+  try {
+    for (const [name, run] of cases) {
+      captured = [];
+      await run();
+      for (const [i, query] of captured.entries()) {
+        const plan = await explainer.explain(query);
+        plans.push({ name: captured.length > 1 ? `${name} (${i + 1}/${captured.length})` : name, sql: query.sql, plan, flags: flagsOf(plan) });
+      }
+    }
+  } finally {
+    await explainer.close();
+  }
+  return plans;
+}
