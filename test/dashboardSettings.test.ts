@@ -35,6 +35,15 @@ describe.each(DIALECTS)('dashboard settings on %s', (dialect) => {
     expect(list.body).toContain(org.adminEmail);
   });
 
+  it('links the official client README, which the server itself serves', async () => {
+    const page = await admin.get('/settings/developer');
+    expect(page.body).toContain('href="/docs/client"');
+    const readme = await h.app.inject({ method: 'GET', url: '/docs/client' });
+    expect(readme.statusCode).toBe(200);
+    expect(readme.headers['content-type']).toBe('text/markdown; charset=utf-8');
+    expect(readme.body).toContain('# @orgdata/client');
+  });
+
   it('refuses a key without a name or scopes, with messages next to the fields', async () => {
     const res = await admin.post('/settings/developer/keys', { name: '', expires: '90' });
     expect(res.statusCode).toBe(400);

@@ -19,7 +19,7 @@ import { developerTabs } from './developerTabs.js';
 
 const DEVELOPER = '/settings/developer';
 /** The official client's README (it follows cursors, retries, sends idempotency keys, verifies webhooks). */
-const CLIENT_README = 'https://www.npmjs.com/package/@orgdata/client';
+const CLIENT_README = '/docs/client';
 
 interface KeyForm {
   name?: string;

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { setPageHeaders } from '../pageHeaders.js';
 import { ERROR_CODES } from '../errorCodes.js';
@@ -34,12 +35,20 @@ export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi })
   });
 
   let reference: string | null = null;
+  let clientReadme: string | null = null;
   app.get('/docs', async (_request, reply) => {
     reference ??= renderReference(openApi());
     return docHeaders(reply).type('text/html; charset=utf-8').send(reference);
   });
 
   app.get('/docs/api/errors', async (_request, reply) => docHeaders(reply).type('text/html; charset=utf-8').send(ERRORS_PAGE));
+
+  // The official client's README, shipped with the server (the dashboard's Developer page links here).
+  app.get('/docs/client', async (_request, reply) => {
+    clientReadme ??= await readFile(new URL('../../../client/README.md', import.meta.url), 'utf8').catch(() => '');
+    if (!clientReadme) return reply.code(404).type('text/plain; charset=utf-8').send('The client README is not part of this installation.');
+    return docHeaders(reply).type('text/markdown; charset=utf-8').send(clientReadme);
+  });
 };
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
