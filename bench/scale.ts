@@ -89,6 +89,7 @@ async function runSetup(dialect: 'sqlite' | 'postgres'): Promise<void> {
           ],
         }),
         await measure('list label_id= (25)', pid, { url: `${api}?limit=25&label_id=${seeded.labelIds[0]}`, headers: auth }),
+        await measure('list label_id= unused label', pid, { url: `${api}?limit=25&label_id=${seeded.labelIds[3]}`, headers: auth }),
         await measure('get-by-id (random)', pid, {
           url: env.url,
           requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/v1/contacts/${pick(seeded.sampleIds)}`, headers: auth }) }],

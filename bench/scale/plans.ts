@@ -68,7 +68,8 @@ function flagsOf(plan: string[]): string[] {
 
 export async function explainLists(dialect: 'sqlite' | 'postgres', target: string, orgId: string, seeded: Seeded): Promise<Plan[]> {
   let captured: CompiledQuery[] = [];
-  const explainer = dialect === 'sqlite' ? sqliteExplainer(target, (q) => captured.push(q)) : postgresExplainer(target, (q) => captured.push(q));
+  const explainer =
+    dialect === 'sqlite' ? sqliteExplainer(target, (q) => captured.push(q)) : postgresExplainer(target, (q) => captured.push(q));
   const ctx: Ctx = {
     db: explainer.db,
     orgId,
@@ -100,7 +101,12 @@ export async function explainLists(dialect: 'sqlite' | 'postgres', target: strin
       await run();
       for (const [i, query] of captured.entries()) {
         const plan = await explainer.explain(query);
-        plans.push({ name: captured.length > 1 ? `${name} (${i + 1}/${captured.length})` : name, sql: query.sql, plan, flags: flagsOf(plan) });
+        plans.push({
+          name: captured.length > 1 ? `${name} (${i + 1}/${captured.length})` : name,
+          sql: query.sql,
+          plan,
+          flags: flagsOf(plan),
+        });
       }
     }
   } finally {

@@ -118,13 +118,14 @@ const SAMPLE = 5000;
 
 /**
  * `count` contacts in one organisation, created_at ascending (two per millisecond, so ties are
- * broken by id as in real use), with 3 labels: contact i has i % 3 of them. One group holding
+ * broken by id as in real use), with 4 labels: contact i has i % 3 of the first 3. One group holding
  * the first 10,000 contacts, `count / 10` events and 1,000 files (every tenth one ready).
  */
 export async function seed(writer: BulkWriter, orgId: string, count: number, deep: number): Promise<Seeded> {
   const start = Date.UTC(2020, 0, 1);
   const at = (i: number) => new Date(start + Math.floor(i / 2)).toISOString();
-  const labelIds = ['Customer', 'Supplier', 'Press'].map(() => newId('lbl'));
+  // The fourth label is on no contact: filtering by it is the label filter's worst case.
+  const labelIds = ['Customer', 'Supplier', 'Press', 'Unused'].map(() => newId('lbl'));
   await writer.insert(
     'labels',
     ['id', 'org_id', 'name', 'name_lower', 'created_at', 'updated_at'],
@@ -165,9 +166,11 @@ export async function seed(writer: BulkWriter, orgId: string, count: number, dee
     })(),
   );
   const groupId = newId('grp');
-  await writer.insert('groups', ['id', 'org_id', 'name', 'description', 'created_at', 'updated_at'], [
-    [groupId, orgId, 'Big group', null, at(0), at(0)],
-  ]);
+  await writer.insert(
+    'groups',
+    ['id', 'org_id', 'name', 'description', 'created_at', 'updated_at'],
+    [[groupId, orgId, 'Big group', null, at(0), at(0)]],
+  );
   await writer.insert(
     'group_members',
     ['org_id', 'group_id', 'contact_id', 'added_at'],
@@ -182,7 +185,20 @@ export async function seed(writer: BulkWriter, orgId: string, count: number, dee
   );
   await writer.insert(
     'files',
-    ['id', 'org_id', 'name', 'content_type', 'size', 'status', 'sha256', 'storage_key', 'upload_expires_at', 'created_at', 'updated_at', 'uploaded_at'],
+    [
+      'id',
+      'org_id',
+      'name',
+      'content_type',
+      'size',
+      'status',
+      'sha256',
+      'storage_key',
+      'upload_expires_at',
+      'created_at',
+      'updated_at',
+      'uploaded_at',
+    ],
     Array.from({ length: 1000 }, (_, i) => [
       newId('file'),
       orgId,

@@ -7,6 +7,7 @@ import * as core from './migrations/001_core.js';
 import * as groupsFiles from './migrations/002_groups_files.js';
 import * as sessions from './migrations/003_sessions.js';
 import * as eventsWebhooks from './migrations/004_events_webhooks.js';
+import * as listIndexes from './migrations/005_list_indexes.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -89,6 +90,7 @@ const migrations: Record<string, Migration> = {
   '002_groups_files': groupsFiles,
   '003_sessions': sessions,
   '004_events_webhooks': eventsWebhooks,
+  '005_list_indexes': listIndexes,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -173,7 +173,11 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
 
 // Values: 0 org, 1 contact id.
 const contactById = new PreparedQuery((db, slot) =>
-  db.selectFrom('contacts').select(CONTACT_COLUMNS).where('contacts.org_id', '=', slot<string>(0)).where('contacts.id', '=', slot<string>(1)),
+  db
+    .selectFrom('contacts')
+    .select(CONTACT_COLUMNS)
+    .where('contacts.org_id', '=', slot<string>(0))
+    .where('contacts.id', '=', slot<string>(1)),
 );
 
 export async function getContact(ctx: Ctx, id: string): Promise<ContactView> {
