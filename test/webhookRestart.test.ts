@@ -16,7 +16,7 @@ describe.each(DIALECTS)('webhook deliveries across restarts on %s', (dialect) =>
   beforeAll(async () => {
     receiver = await startReceiver();
     // Answers take a while, so that the backlog is still there when the process dies.
-    receiver.answer = () => ({ status: 200, delayMs: 40 });
+    receiver.answer = () => ({ status: 200, delayMs: 150 });
     server = await serverEnv(dialect, {
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       WEBHOOK_TIMEOUT_SECONDS: '2',
