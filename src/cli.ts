@@ -7,6 +7,7 @@ import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
 import { startServer } from './server.js';
 import { webhookCommand } from './cli/webhooks.js';
+import { RedisRevocationFeed } from './infra/keyCache/redisRevocationFeed.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
 
@@ -36,10 +37,15 @@ function required(options: Options, name: string): string {
 
 async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  // Servers over PostgreSQL with REDIS_URL cache verified keys and hear of revocations through
+  // Redis: a revocation made here is published there too (on SQLite they see the file change).
+  const feed =
+    config.redisUrl && db.dialect === 'postgres' ? await RedisRevocationFeed.connect(config.redisUrl, { subscribe: false }) : null;
   try {
     await migrateToLatest(db);
     return await run(db);
   } finally {
+    await feed?.close();
     await db.close();
   }
 }

@@ -9,7 +9,7 @@ import { purgeExpired } from './infra/idempotency/store.js';
 import { purgeAbandonedUploads } from './domain/files/files.js';
 import { purgeExpiredSessions } from './domain/sessions/sessions.js';
 import { purgeOldEvents } from './domain/events/events.js';
-import { openBlobStore, openRateLimiter, openSignInThrottle } from './infra/choose.js';
+import { openBlobStore, openKeyCache, openRateLimiter, openSignInThrottle } from './infra/choose.js';
 import { ShutdownState } from './http/shutdown.js';
 import { deliveryWorkerFor } from './infra/webhooks/deliveryWorker.js';
 import { purgeOldDeliveries } from './domain/webhooks/outbox.js';
@@ -37,11 +37,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const db = openDatabase({ ...database, poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs });
   const rateLimiter = await openRateLimiter(config);
   const signInThrottle = await openSignInThrottle(config);
+  const keyCache = await openKeyCache(config, db);
   const shutdown = new ShutdownState();
   const https =
     config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : null;
   const blobs = openBlobStore(config);
-  const app = await buildApp({ config, db, rateLimiter, signInThrottle, blobs, https, shutdown });
+  const app = await buildApp({ config, db, rateLimiter, signInThrottle, blobs, https, shutdown, keyCache: keyCache ?? null });
   // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused,
   // leftovers of interrupted uploads, and expired dashboard sessions.
   const housekeeping = () => {
@@ -94,7 +95,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         clearTimeout(deadline);
       }
       await deliveriesStopped;
-      await Promise.all([rateLimiter.close(), signInThrottle.close()]);
+      await Promise.all([rateLimiter.close(), signInThrottle.close(), keyCache?.close()]);
       await db.close();
       app.log.info({ ms: Date.now() - started, connectionsCut: cut }, 'shut down');
     },

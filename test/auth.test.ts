@@ -69,12 +69,14 @@ describe.each(DIALECTS)('authentication on %s', (dialect) => {
   it('refuses an expired key; a key that never expires has no expiry', async () => {
     const key = await org.key(['contacts:read'], { expiresInDays: 1 });
     expect((await h.call(key, 'GET', '/api/v1/contacts')).statusCode).toBe(200);
-    await h.db.kysely
-      .updateTable('api_keys')
-      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
-      .where('key_hash', '=', hashKey(h.config.secretKey, key))
-      .execute();
-    await expect401(await h.call(key, 'GET', '/api/v1/contacts'));
+    // A day and a second later (the key is cached after its first use on SQLite: expiry is checked
+    // on every use all the same).
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 86_401_000 });
+    try {
+      await expect401(await h.call(key, 'GET', '/api/v1/contacts'));
+    } finally {
+      vi.useRealTimers();
+    }
 
     const forever = await org.key(['contacts:read'], { expiresInDays: null });
     const row = await h.db.kysely
@@ -191,18 +193,18 @@ describe.each(DIALECTS)('authentication on %s', (dialect) => {
       headers: { authorization: `Bearer ${key}` },
       remoteAddress: '2001:db8:abcd:12::1',
     });
-    // Still within the minute: unchanged. Move the last use back and the next request records it.
-    await h.db.kysely
-      .updateTable('api_keys')
-      .set({ last_used_at: new Date(Date.now() - 61_000).toISOString() })
-      .where('key_hash', '=', hashKey(h.config.secretKey, key))
-      .execute();
-    await h.app.inject({
-      method: 'GET',
-      url: '/api/v1/contacts',
-      headers: { authorization: `Bearer ${key}` },
-      remoteAddress: '2001:db8:abcd:12::1',
-    });
+    // Still within the minute: unchanged. A minute and a second later, the next request records it.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 61_000 });
+    try {
+      await h.app.inject({
+        method: 'GET',
+        url: '/api/v1/contacts',
+        headers: { authorization: `Bearer ${key}` },
+        remoteAddress: '2001:db8:abcd:12::1',
+      });
+    } finally {
+      vi.useRealTimers();
+    }
     await vi.waitFor(async () => expect((await read()).last_used_origin).toBe('2001:db8:abcd::/48 · lightMyRequest'));
   });
 

@@ -37,7 +37,15 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
 
   beforeAll(async () => {
     const migrated = await json('migrate');
-    expect(migrated.applied).toEqual(['001_core', '002_groups_files', '003_sessions', '004_events_webhooks', '005_list_indexes']);
+    expect(migrated.applied).toEqual([
+      '001_core',
+      '002_groups_files',
+      '003_sessions',
+      '004_events_webhooks',
+      '005_list_indexes',
+      '006_contact_label_order',
+      '007_event_resource_order',
+    ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);
   afterAll(async () => {

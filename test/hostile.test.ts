@@ -1,3 +1,4 @@
+import { keysRevoked } from '../src/domain/apiKeys/keyCache.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, type Harness, loggingApp, makeHarness, type Org } from './helpers/harness.js';
 
@@ -147,6 +148,8 @@ describe.each(DIALECTS)('hostile input on %s', (dialect) => {
       .where('org_id', '=', o.orgId)
       .where('user_id', '=', o.adminId)
       .execute();
+    // What setRole does after any demotion, revoked keys or not: key caches start over.
+    await keysRevoked();
     const res = await h.call(k, 'GET', '/api/v1/contacts');
     expect(res.statusCode).toBe(401);
     expect(res.json().detail).toContain('no longer has admin access');

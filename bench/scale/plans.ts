@@ -55,13 +55,25 @@ function postgresExplainer(url: string, log: (query: CompiledQuery) => void): Ex
   };
 }
 
-/** Sorting, or reading a whole table; an index range scan that filters rows is noted too. */
-function flagsOf(plan: string[]): string[] {
+/**
+ * Sorting, or reading a whole table; an index range scan that filters rows is noted too (not a
+ * primary-key lookup's filter: that reads one row). With `drivenBy`, the first table access must
+ * be a range of that index: SQLite prints no residual filters, so a walk of the organisation's
+ * rows in list order that drops most of them shows only as the wrong index driving the query.
+ */
+function flagsOf(plan: string[], drivenBy?: string): string[] {
   const flags: string[] = [];
+  let node = '';
   for (const line of plan) {
     if (/USE TEMP B-TREE FOR ORDER BY|(^|\s)Sort( |$)|Sort Key|Incremental Sort/.test(line)) flags.push(`sorts: ${line.trim()}`);
     if (/^SCAN \w+$|SCAN \w+ USING (COVERING )?INDEX \S+$|Seq Scan/.test(line.trim())) flags.push(`scans: ${line.trim()}`);
-    if (/^\s*(->\s*)?Filter:/.test(line)) flags.push(`filters rows of an index range: ${line.trim()}`);
+    if (/Scan|SEARCH|SCAN/.test(line)) node = line;
+    if (/^\s*(->\s*)?Filter:/.test(line) && !/using \w+_pkey on/.test(node)) flags.push(`filters rows of an index range: ${line.trim()}`);
+  }
+  if (drivenBy) {
+    const first = plan.find((line) => /Scan|SEARCH|SCAN/.test(line))?.trim() ?? '(no table access)';
+    const range = new RegExp(`^SEARCH \\w+ USING (COVERING )?INDEX ${drivenBy} \\(|Index (Only )?Scan using ${drivenBy} on`);
+    if (!range.test(first)) flags.push(`not a range of ${drivenBy} in list order: ${first}`);
   }
   return flags;
 }
@@ -79,24 +91,38 @@ export async function explainLists(dialect: 'sqlite' | 'postgres', target: strin
   };
   const after = { createdAt: seeded.deepRow.createdAt, id: seeded.deepRow.id };
   const page = { limit: 25, after: null };
-  const cases: [string, () => Promise<unknown>][] = [
-    ['contacts', () => listContacts(ctx, page)],
-    ['contacts after a cursor', () => listContacts(ctx, { limit: 25, after })],
+  const [used, , , unused] = seeded.labelIds as [string, string, string, string];
+  // Each case, and the index that must drive its first statement when that is not plain to see.
+  const cases: [string, () => Promise<unknown>, string?][] = [
+    ['contacts', () => listContacts(ctx, page), 'contacts_page'],
+    ['contacts after a cursor', () => listContacts(ctx, { limit: 25, after }), 'contacts_page'],
     ['contacts email=', () => listContacts(ctx, page, { email: 'person-7@example.com' })],
-    ['contacts label_id=', () => listContacts(ctx, page, { labelId: seeded.labelIds[0]! })],
-    ['contacts label_id= after a cursor', () => listContacts(ctx, { limit: 25, after }, { labelId: seeded.labelIds[0]! })],
+    ['contacts label_id=', () => listContacts(ctx, page, { labelId: used }), 'contact_labels_page'],
+    ['contacts label_id= after a cursor', () => listContacts(ctx, { limit: 25, after }, { labelId: used }), 'contact_labels_page'],
+    ['contacts label_id= unused label', () => listContacts(ctx, page, { labelId: unused }), 'contact_labels_page'],
+    [
+      'contacts label_id= unused label after a cursor',
+      () => listContacts(ctx, { limit: 25, after }, { labelId: unused }),
+      'contact_labels_page',
+    ],
+    // At most one contact has the email: its links are looked up by primary key.
+    ['contacts email= label_id=', () => listContacts(ctx, page, { email: 'person-7@example.com', labelId: used })],
+    ['contacts email= label_id= unused label', () => listContacts(ctx, page, { email: 'person-7@example.com', labelId: unused })],
+    // The dashboard's label page with its search box.
+    ['contacts label_id= search=', () => listContacts(ctx, page, { labelId: used, search: 'first 9' }), 'contact_labels_page'],
     ['contact by id', () => getContact(ctx, seeded.sampleIds[1]!)],
     ['labels', () => listLabels(ctx, page)],
     ['groups', () => listGroups(ctx, page)],
     ['group members', () => listMembers(ctx, seeded.groupId, page)],
     ['files status=ready', () => listFiles(ctx, page, { status: 'ready' })],
-    ['events', () => listEvents(ctx, page)],
-    ['events type=contact.created', () => listEvents(ctx, page, { type: 'contact.created' })],
-    ['events type=contact.*', () => listEvents(ctx, page, { type: 'contact.*' })],
+    ['events', () => listEvents(ctx, page), 'events_page'],
+    ['events type=contact.created', () => listEvents(ctx, page, { type: 'contact.created' }), 'events_page_type'],
+    ['events type=contact.*', () => listEvents(ctx, page, { type: 'contact.*' }), 'events_page_resource'],
+    ['events type=file.* (rare)', () => listEvents(ctx, page, { type: 'file.*' }), 'events_page_resource'],
   ];
   const plans: Plan[] = [];
   try {
-    for (const [name, run] of cases) {
+    for (const [name, run, drivenBy] of cases) {
       captured = [];
       await run();
       for (const [i, query] of captured.entries()) {
@@ -105,7 +131,7 @@ export async function explainLists(dialect: 'sqlite' | 'postgres', target: strin
           name: captured.length > 1 ? `${name} (${i + 1}/${captured.length})` : name,
           sql: query.sql,
           plan,
-          flags: flagsOf(plan),
+          flags: flagsOf(plan, i === 0 ? drivenBy : undefined),
         });
       }
     }

@@ -119,7 +119,8 @@ const SAMPLE = 5000;
 /**
  * `count` contacts in one organisation, created_at ascending (two per millisecond, so ties are
  * broken by id as in real use), with 4 labels: contact i has i % 3 of the first 3. One group holding
- * the first 10,000 contacts, `count / 10` events and 1,000 files (every tenth one ready).
+ * the first 10,000 contacts, `count / 10` events (one in a thousand `file.uploaded`, a rare type;
+ * the others `contact.created`) and 1,000 files (every tenth one ready).
  */
 export async function seed(writer: BulkWriter, orgId: string, count: number, deep: number): Promise<Seeded> {
   const start = Date.UTC(2020, 0, 1);
@@ -158,10 +159,10 @@ export async function seed(writer: BulkWriter, orgId: string, count: number, dee
   );
   await writer.insert(
     'contact_labels',
-    ['org_id', 'contact_id', 'label_id', 'created_at'],
+    ['org_id', 'contact_id', 'label_id', 'created_at', 'contact_created_at'],
     (function* () {
       for (let i = 0; i < count; i++) {
-        for (let k = 0; k < i % 3; k++) yield [orgId, ids[i]!, labelIds[(i + k) % 3]!, at(i)];
+        for (let k = 0; k < i % 3; k++) yield [orgId, ids[i]!, labelIds[(i + k) % 3]!, at(i), at(i)];
       }
     })(),
   );
@@ -180,7 +181,10 @@ export async function seed(writer: BulkWriter, orgId: string, count: number, dee
     'events',
     ['id', 'org_id', 'type', 'resource', 'data', 'created_at'],
     (function* () {
-      for (let i = 0; i < count; i += 10) yield [newId('evt'), orgId, 'contact.created', 'contact', '{"object":{}}', at(i)];
+      for (let i = 0; i < count; i += 10) {
+        const file = i % 10_000 === 0;
+        yield [newId('evt'), orgId, file ? 'file.uploaded' : 'contact.created', file ? 'file' : 'contact', '{"object":{}}', at(i)];
+      }
     })(),
   );
   await writer.insert(

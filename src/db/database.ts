@@ -8,6 +8,8 @@ import * as groupsFiles from './migrations/002_groups_files.js';
 import * as sessions from './migrations/003_sessions.js';
 import * as eventsWebhooks from './migrations/004_events_webhooks.js';
 import * as listIndexes from './migrations/005_list_indexes.js';
+import * as contactLabelOrder from './migrations/006_contact_label_order.js';
+import * as eventResourceOrder from './migrations/007_event_resource_order.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -60,8 +62,38 @@ export function openDatabase(options: DatabaseOptions): Db {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const statements = withStatementCache(sqlite);
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  direct.set(kysely, { sqlite, prepare: statements.prepare });
   return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+}
+
+/** The SQLite connection behind a database opened here, for reads that skip Kysely's executor. */
+export interface DirectSqlite {
+  sqlite: SQLite.Database;
+  prepare(text: string): SQLite.Statement;
+}
+
+const direct = new WeakMap<Kysely<Database>, DirectSqlite>();
+
+/**
+ * The SQLite connection of `db` when a read may run on it directly, synchronously: `db` is the
+ * database itself (not a transaction: a query of a transaction must run in it, through Kysely)
+ * and no transaction is open on the connection. Kysely's driver has one connection, which a
+ * transaction holds from BEGIN to COMMIT while other queries wait for it; a read sent directly
+ * in that window would see the transaction's uncommitted rows, so then the answer is undefined
+ * and the read goes through Kysely (and waits) like any other. Outside a transaction, every
+ * statement on the connection runs to its end synchronously, so a direct read sees exactly what
+ * a read through Kysely would, without its promises, connection lock and per-query allocations.
+ */
+export function directSqlite(db: Kysely<Database>): DirectSqlite | undefined {
+  const found = direct.get(db);
+  return found && !found.sqlite.inTransaction ? found : undefined;
+}
+
+/** The SQLite connection behind a database opened here, transaction or not (undefined on PostgreSQL). */
+export function sqliteConnectionOf(db: Kysely<Database>): DirectSqlite | undefined {
+  return direct.get(db);
 }
 
 /**
@@ -91,6 +123,8 @@ const migrations: Record<string, Migration> = {
   '003_sessions': sessions,
   '004_events_webhooks': eventsWebhooks,
   '005_list_indexes': listIndexes,
+  '006_contact_label_order': contactLabelOrder,
+  '007_event_resource_order': eventResourceOrder,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

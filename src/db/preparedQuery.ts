@@ -1,5 +1,6 @@
 import type { CompiledQuery, Compilable, Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import { directSqlite } from './database.js';
 
 /** Stands for the `index`th value of `execute`; typed as whatever the builder wants there. */
 export type Slot = <T>(index: number) => T;
@@ -40,14 +41,37 @@ export class PreparedQuery<Row, Shape extends string | number = string> {
     return compiled;
   }
 
-  async execute(db: Kysely<Database>, values: readonly unknown[], shape = '' as Shape): Promise<Row[]> {
+  private bind(db: Kysely<Database>, values: readonly unknown[], shape: Shape): CompiledQuery {
     const { query, slots } = this.compiled(db, shape);
     const parameters = new Array<unknown>(slots.length);
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i]!;
       parameters[i] = slot === -1 ? query.parameters[i] : values[slot];
     }
-    const result = await db.executeQuery<Row>({ ...query, parameters });
+    return { ...query, parameters };
+  }
+
+  /** Runs a query that returns rows. */
+  async execute(db: Kysely<Database>, values: readonly unknown[], shape = '' as Shape): Promise<Row[]> {
+    const query = this.bind(db, values, shape);
+    const sqlite = directSqlite(db);
+    if (sqlite) {
+      const statement = sqlite.prepare(query.sql);
+      if (statement.reader) return statement.all(query.parameters) as Row[];
+    }
+    const result = await db.executeQuery<Row>(query);
     return result.rows;
+  }
+
+  /** Runs a write (insert, update, delete without `returning`); resolves with the rows it changed. */
+  async run(db: Kysely<Database>, values: readonly unknown[], shape = '' as Shape): Promise<number> {
+    const query = this.bind(db, values, shape);
+    const sqlite = directSqlite(db);
+    if (sqlite) {
+      const statement = sqlite.prepare(query.sql);
+      if (!statement.reader) return statement.run(query.parameters).changes;
+    }
+    const result = await db.executeQuery(query);
+    return Number(result.numAffectedRows ?? 0);
   }
 }

@@ -74,6 +74,8 @@ export interface ContactLabelsTable {
   contact_id: string;
   label_id: string;
   created_at: string;
+  /** The contact's created_at (it never changes): the label filter walks a label's contacts in list order. */
+  contact_created_at: string;
 }
 
 export interface IdempotencyKeysTable {

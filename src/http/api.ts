@@ -1,10 +1,11 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { FileDeps } from '../domain/files/files.js';
 import { ValidationError } from '../domain/errors.js';
 import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
 import { authenticate } from './authenticate.js';
+import type { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
 import { idempotencyOnSend, idempotencyPreHandler, inClaimTransaction } from './idempotency.js';
 import { contactRoutes } from './routes/contacts.js';
 import { eventRoutes } from './routes/events.js';
@@ -20,6 +21,7 @@ export interface ApiDeps {
   limits: RateLimitSettings;
   /** How long an Idempotency-Key claim protects an in-flight request before a retry may take it over. */
   idempotencyLockMs: number;
+  keyCache?: VerifiedKeyCache;
 }
 
 /** Everything under /api/v1 that needs a key: the edge (auth, limits, idempotency), then routes. */
@@ -32,25 +34,41 @@ export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options
     rateLimiter: options.rateLimiter,
     limits: options.limits,
     idempotencyLockMs: options.idempotencyLockMs,
+    keyCache: options.keyCache,
   };
   app.addHook('onRequest', authenticate(deps));
+  // The hooks below are attached only to the routes that need them: a GET runs none of them
+  // (each async hook is a promise and a turn of the event loop on every request).
   // An operation without a body schema takes no body: one sent anyway is refused, not ignored
   // (an empty object is accepted, as some clients send one with every PUT).
-  app.addHook('preValidation', async (request) => {
+  const refuseBody = async (request: FastifyRequest) => {
     const body = request.body;
-    if (body === undefined || request.routeOptions.schema?.body) return;
+    if (body === undefined) return;
     if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0) return;
     throw ValidationError.field('body', 'this operation takes no body');
-  });
-  app.addHook('preHandler', idempotencyPreHandler(deps.db, options.idempotencyLockMs));
-  // Every POST's write commits with its stored response (a keyed one; others run as they are).
+  };
+  const idempotencyCheck = idempotencyPreHandler(deps.db, options.idempotencyLockMs);
+  const idempotencyStore = idempotencyOnSend(deps.db);
   app.addHook('onRoute', (route) => {
-    if (route.method === 'POST') route.handler = inClaimTransaction(deps.db, route.handler);
+    const methods = ([] as string[]).concat(route.method);
+    // GETs with a body are refused before routing (app.ts).
+    if (!route.schema?.body && methods.some((m) => m !== 'GET')) route.preValidation = [...hooksOf(route.preValidation), refuseBody];
+    if (methods.includes('POST')) {
+      route.preHandler = [...hooksOf(route.preHandler), idempotencyCheck];
+      route.onSend = [...hooksOf(route.onSend), idempotencyStore];
+      // Every POST's write commits with its stored response (a keyed one; others run as they are).
+      route.handler = inClaimTransaction(deps.db, route.handler);
+    }
   });
-  app.addHook('onSend', idempotencyOnSend(deps.db));
   await app.register(contactRoutes, deps);
   await app.register(labelRoutes, deps);
   await app.register(groupRoutes, deps);
   await app.register(fileRoutes, deps);
   await app.register(eventRoutes, deps);
 };
+
+/** A route option that takes one hook or several, as a list. */
+function hooksOf<T>(value: T | T[] | undefined): T[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value : [value];
+}

@@ -28,6 +28,9 @@ import { guardUrl, redactUrl } from './urlGuard.js';
 import { NoQuery } from './schemas/common.js';
 import { useStrictValidation } from './validation.js';
 import './types.js';
+import { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
+import { sqliteDataVersionGuard } from '../infra/keyCache/sqliteGuard.js';
+import { sqliteConnectionOf } from '../db/database.js';
 
 export interface AppDeps {
   config: Config;
@@ -42,6 +45,12 @@ export interface AppDeps {
   signInThrottle?: SignInThrottle;
   /** Set by the server on SIGTERM/SIGINT: /readyz then answers 503 and connections close. */
   shutdown?: ShutdownState;
+  /**
+   * Verified API keys in memory (see domain/apiKeys/keyCache.ts); null for none. By default, on
+   * SQLite, one guarded by the file's data_version; on PostgreSQL, none (the server passes one
+   * fed by Redis when REDIS_URL is set).
+   */
+  keyCache?: VerifiedKeyCache | null;
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
@@ -163,6 +172,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     );
   });
 
+  const keyCache =
+    deps.keyCache !== undefined
+      ? (deps.keyCache ?? undefined)
+      : sqliteConnectionOf(deps.db.kysely)
+        ? new VerifiedKeyCache(sqliteDataVersionGuard(deps.db.kysely))
+        : undefined;
   const links = new SignedLinks(config.secretKey, config.publicUrl);
   const files: FileDeps = {
     blobs: deps.blobs ?? openBlobStore(config),
@@ -192,6 +207,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     rateLimiter: deps.rateLimiter,
     limits: { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota },
     idempotencyLockMs: config.idempotencyLockSeconds * 1000,
+    keyCache,
   });
+  if (keyCache && deps.keyCache === undefined) app.addHook('onClose', () => keyCache.close());
   return app;
 }

@@ -4,6 +4,7 @@ import type { Database } from '../db/schema.js';
 import { authenticateKey, describeOrigin, recordKeyUse } from '../domain/apiKeys/apiKeys.js';
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../domain/errors.js';
 import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
+import type { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
 import { policyHeader, setRateLimitHeaders } from './rateLimitHeaders.js';
 
 export interface AuthDeps {
@@ -11,6 +12,7 @@ export interface AuthDeps {
   secret: string;
   rateLimiter: RateLimiter;
   limits: RateLimitSettings;
+  keyCache?: VerifiedKeyCache;
 }
 
 const BEARER = /^Bearer +(\S+) *$/i;
@@ -30,7 +32,7 @@ export function authenticate(deps: AuthDeps) {
     const match = BEARER.exec(header);
     if (!match?.[1]) throw new UnauthorizedError('The Authorization header must be "Bearer" followed by your API key.');
     const now = new Date();
-    const key = await authenticateKey(deps.db, deps.secret, match[1], now);
+    const key = await authenticateKey(deps.db, deps.secret, match[1], now, deps.keyCache);
 
     const decision = await deps.rateLimiter.take(key.id, key.orgId, now);
     setRateLimitHeaders(reply, policy, decision);
@@ -54,7 +56,7 @@ export function authenticate(deps: AuthDeps) {
     }
     request.apiKey = key;
     // At most one write a minute per key, off the request's path.
-    recordKeyUse(deps.db, key, describeOrigin(request.ip, request.headers['user-agent']), now).catch((error: unknown) =>
+    recordKeyUse(deps.db, key, () => describeOrigin(request.ip, request.headers['user-agent']), now).catch((error: unknown) =>
       request.log.warn({ err: error }, 'could not record key use'),
     );
 

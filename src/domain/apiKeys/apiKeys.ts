@@ -5,6 +5,7 @@ import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } fro
 import { newId, nowIso } from '../ids.js';
 import { expandScopes, isScope, SCOPES, type Scope } from '../scopes.js';
 import { generateKey, hashKey, isWellFormedKey } from './format.js';
+import { keysRevoked, type CachedKey, type VerifiedKeyCache } from './keyCache.js';
 
 export const DEFAULT_EXPIRY_DAYS = 90;
 const DAY_MS = 86_400_000;
@@ -141,6 +142,7 @@ export async function revokeApiKey(admin: KeyAdmin, keyId: string): Promise<ApiK
     .where('org_id', '=', admin.orgId)
     .where('revoked_at', 'is', null)
     .execute();
+  await keysRevoked();
   const row = await admin.db
     .selectFrom('api_keys')
     .selectAll()
@@ -153,7 +155,8 @@ export async function revokeApiKey(admin: KeyAdmin, keyId: string): Promise<ApiK
 
 /**
  * Revokes every live key a user created in an organisation; called in the same transaction that
- * demotes, removes or deactivates them, so no request can slip through afterwards.
+ * demotes, removes or deactivates them, so no request can slip through afterwards. The caller
+ * calls `keysRevoked()` once that transaction has committed.
  */
 export async function revokeKeysCreatedBy(
   db: Kysely<Database>,
@@ -201,12 +204,25 @@ const keyByHash = new PreparedQuery((db, slot) =>
 );
 
 /** Resolves a presented key, or throws 401-worthy errors that never say which check failed. */
-export async function authenticateKey(db: Kysely<Database>, secret: string, presented: string, now: Date): Promise<AuthenticatedKey> {
+export async function authenticateKey(
+  db: Kysely<Database>,
+  secret: string,
+  presented: string,
+  now: Date,
+  cache?: VerifiedKeyCache,
+): Promise<AuthenticatedKey> {
   if (!isWellFormedKey(secret, presented)) throw new UnauthorizedError('The API key is malformed.');
+  const hash = hashKey(secret, presented);
+  const cached = cache?.lookup(hash);
+  if (cached) {
+    if (cached.expiresAt !== null && cached.expiresAt <= nowIso(now)) throw new UnauthorizedError('The API key has expired.');
+    return cached;
+  }
+  const generation = cache?.generation ?? 0;
   // One indexed read, which also checks that the key's creator is still an admin of the
   // organisation and active: a key never outlives its creator's admin rights, even if a
   // demotion raced the key's creation.
-  const [row] = await keyByHash.execute(db, [hashKey(secret, presented)]);
+  const [row] = await keyByHash.execute(db, [hash]);
   if (!row) throw new UnauthorizedError('The API key is not valid.');
   if (row.revoked_at !== null) throw new UnauthorizedError('The API key has been revoked.');
   if (row.expires_at !== null && row.expires_at <= nowIso(now)) {
@@ -215,12 +231,15 @@ export async function authenticateKey(db: Kysely<Database>, secret: string, pres
   if (row.role !== 'admin' || row.deactivated_at !== null) {
     throw new UnauthorizedError('The API key has been revoked: the admin who created it no longer has admin access.');
   }
-  return {
+  const key: CachedKey = {
     id: row.id,
     orgId: row.org_id,
     scopes: expandScopes(row.scopes.split(' ').filter(isScope)),
     lastUsedAt: row.last_used_at,
+    expiresAt: row.expires_at,
   };
+  cache?.store(hash, key, generation);
+  return key;
 }
 
 export const LAST_USED_INTERVAL_MS = 60_000;
@@ -229,12 +248,15 @@ export const LAST_USED_INTERVAL_MS = 60_000;
  * Records last use at most once a minute per key: callers skip it when the row they just read is
  * fresh, and the condition keeps several instances from writing within the same minute.
  */
-export async function recordKeyUse(db: Kysely<Database>, key: AuthenticatedKey, origin: string, now: Date): Promise<void> {
+export async function recordKeyUse(db: Kysely<Database>, key: AuthenticatedKey, origin: () => string, now: Date): Promise<void> {
+  // Compared as epoch milliseconds: this runs on every request, most of which stop here.
+  if (key.lastUsedAt !== null && Date.parse(key.lastUsedAt) > now.getTime() - LAST_USED_INTERVAL_MS) return;
   const threshold = nowIso(new Date(now.getTime() - LAST_USED_INTERVAL_MS));
-  if (key.lastUsedAt !== null && key.lastUsedAt > threshold) return;
+  // A cached key is the same object on every request: the next minute's requests skip the write.
+  key.lastUsedAt = nowIso(now);
   await db
     .updateTable('api_keys')
-    .set({ last_used_at: nowIso(now), last_used_origin: origin })
+    .set({ last_used_at: nowIso(now), last_used_origin: origin() })
     .where('id', '=', key.id)
     .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', threshold)]))
     .execute();

@@ -1,15 +1,15 @@
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import { inTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent, recordEvents } from '../events/record.js';
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import { isUniqueViolation } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
+import type { ContactsTable, Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
 import { requireScope } from '../scopes.js';
 import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
-import { CONTACT_COLUMNS, toContactViews, type ContactView } from './view.js';
+import { CONTACT_COLUMNS, toContactView, toContactViews, type ContactView } from './view.js';
 
 export const SOURCE_TYPES = ['manual', 'import'] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
@@ -72,27 +72,57 @@ function duplicateEmail(email: string, existingId: string | null): ConflictError
 }
 
 /** Throws contact_exists naming the contact with this email (with onlyIfFound: only when there is one). */
+// Values: 0 org, 1 lower-cased email.
+const contactIdByEmail = new PreparedQuery((db, slot) =>
+  db.selectFrom('contacts').select('id').where('org_id', '=', slot<string>(0)).where('email_lower', '=', slot<string>(1)),
+);
+
 async function contactExists(db: Kysely<Database>, orgId: string, email: string, options: { onlyIfFound?: boolean } = {}): Promise<void> {
-  const existing = await db
-    .selectFrom('contacts')
-    .select('id')
-    .where('org_id', '=', orgId)
-    .where('email_lower', '=', email.toLowerCase())
-    .executeTakeFirst();
+  const [existing] = await contactIdByEmail.execute(db, [orgId, email.toLowerCase()]);
   if (existing || !options.onlyIfFound) throw duplicateEmail(email, existing?.id ?? null);
 }
 
-async function replaceLabels(db: Kysely<Database>, orgId: string, contactId: string, labelIds: string[], at: string) {
-  await db.deleteFrom('contact_labels').where('contact_id', '=', contactId).execute();
+async function replaceLabels(db: Kysely<Database>, orgId: string, contact: ContactView, labelIds: string[], at: string) {
+  await db.deleteFrom('contact_labels').where('contact_id', '=', contact.id).execute();
   if (labelIds.length > 0) {
     await db
       .insertInto('contact_labels')
-      .values(labelIds.map((label_id) => ({ org_id: orgId, contact_id: contactId, label_id, created_at: at })))
+      .values(
+        labelIds.map((label_id) => ({
+          org_id: orgId,
+          contact_id: contact.id,
+          label_id,
+          created_at: at,
+          contact_created_at: contact.created_at,
+        })),
+      )
       .execute();
   }
 }
 
 const INSERT_CHUNK = 500;
+
+const CONTACT_INSERT_COLUMNS = [
+  'id',
+  'org_id',
+  'first_name',
+  'last_name',
+  'email',
+  'email_lower',
+  'phone',
+  'address',
+  'notes',
+  'source_type',
+  'created_at',
+  'updated_at',
+] as const;
+
+/** One contact's insert (an API create), compiled once; values in CONTACT_INSERT_COLUMNS order. */
+const insertOneContact = new PreparedQuery((db, slot) =>
+  db
+    .insertInto('contacts')
+    .values(Object.fromEntries(CONTACT_INSERT_COLUMNS.map((column, i) => [column, slot(i)])) as Insertable<ContactsTable>),
+);
 
 /**
  * Writes new contacts with `trx`, a transaction the caller holds: createContact writes one in its
@@ -130,19 +160,32 @@ export async function insertContacts(
     updated_at: at,
   }));
   const links = rows.flatMap((row, i) =>
-    [...new Set(inputs[i]!.label_ids ?? [])].map((label_id) => ({ org_id: ctx.orgId, contact_id: row.id, label_id, created_at: at })),
+    [...new Set(inputs[i]!.label_ids ?? [])].map((label_id) => ({
+      org_id: ctx.orgId,
+      contact_id: row.id,
+      label_id,
+      created_at: at,
+      contact_created_at: row.created_at,
+    })),
   );
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK)
-    await trx
-      .insertInto('contacts')
-      .values(rows.slice(i, i + INSERT_CHUNK))
-      .execute();
+  if (rows.length === 1)
+    await insertOneContact.run(
+      trx,
+      CONTACT_INSERT_COLUMNS.map((column) => rows[0]![column]),
+    );
+  else
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK)
+      await trx
+        .insertInto('contacts')
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .execute();
   for (let i = 0; i < links.length; i += INSERT_CHUNK)
     await trx
       .insertInto('contact_labels')
       .values(links.slice(i, i + INSERT_CHUNK))
       .execute();
-  const views = await toContactViews(trx, ctx.orgId, rows);
+  // New contacts without labels (the usual single create) need no read to be shown.
+  const views = links.length > 0 ? await toContactViews(trx, ctx.orgId, rows) : rows.map((row) => toContactView(row, []));
   await recordEvents(
     trx,
     ctx,
@@ -209,7 +252,7 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
       const before = await getContact(inTrx, id);
       await trx.updateTable('contacts').set(set).where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
       if (labelIds !== undefined) {
-        await replaceLabels(trx, ctx.orgId, id, await checkLabelIds(trx, ctx.orgId, labelIds), at);
+        await replaceLabels(trx, ctx.orgId, before, await checkLabelIds(trx, ctx.orgId, labelIds), at);
       }
       return updated(trx, ctx, before, await getContact(inTrx, id));
     });
@@ -258,7 +301,7 @@ export async function attachLabel(ctx: Ctx, contactId: string, labelId: string):
     const before = await getContact(inTrx, contactId);
     const inserted = await trx
       .insertInto('contact_labels')
-      .values({ org_id: ctx.orgId, contact_id: contactId, label_id: labelId, created_at: at })
+      .values({ org_id: ctx.orgId, contact_id: contactId, label_id: labelId, created_at: at, contact_created_at: before.created_at })
       .onConflict((oc) => oc.columns(['contact_id', 'label_id']).doNothing())
       .executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return before;

@@ -66,22 +66,24 @@ export async function toContactViews(db: Kysely<Database>, orgId: string, rows: 
     else byContact.set(link.contact_id, [label]);
   }
   const views = new Array<ContactView>(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!;
-    views[i] = {
-      object: 'contact',
-      id: row.id,
-      first_name: row.first_name,
-      last_name: row.last_name,
-      email: row.email,
-      phone: row.phone,
-      address: row.address,
-      notes: row.notes,
-      labels: byContact.get(row.id) ?? [],
-      source_type: row.source_type,
-      created_at: row.created_at,
-      updated_at: row.updated_at,
-    };
-  }
+  for (let i = 0; i < rows.length; i++) views[i] = toContactView(rows[i]!, byContact.get(rows[i]!.id) ?? []);
   return views;
+}
+
+/** A contact as clients see it, with its labels. */
+export function toContactView(row: ContactRow, labels: LabelView[]): ContactView {
+  return {
+    object: 'contact',
+    id: row.id,
+    first_name: row.first_name,
+    last_name: row.last_name,
+    email: row.email,
+    phone: row.phone,
+    address: row.address,
+    notes: row.notes,
+    labels,
+    source_type: row.source_type,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
 }

@@ -3,7 +3,7 @@ import type { EventsTable } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
-import { parsePattern, readableResources, type EventResource } from './types.js';
+import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventResource, type EventType } from './types.js';
 
 export interface EventView {
   object: 'event';
@@ -24,6 +24,8 @@ export function toEventView(row: Pick<Selectable<EventsTable>, 'id' | 'type' | '
   return { object: 'event', id: row.id, type: row.type, created_at: row.created_at, data: JSON.parse(row.data) as EventView['data'] };
 }
 
+const RESOURCE_COUNT = Object.keys(READ_SCOPE).length;
+
 /** A key sees the events of what its read scopes cover; with none of them it sees no events. */
 function visibleResources(ctx: Ctx): EventResource[] {
   const resources = readableResources(ctx.actor);
@@ -42,20 +44,22 @@ function instant(field: string, value: string): string {
 
 export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilters = {}): Promise<Page<EventView>> {
   const resources = visibleResources(ctx);
-  let query = ctx.db
-    .selectFrom('events')
-    .select(['id', 'type', 'data', 'created_at'])
-    .where('org_id', '=', ctx.orgId)
-    .where('resource', 'in', resources);
-  if (filters.type !== undefined) {
-    const pattern = parsePattern(filters.type);
-    if (!pattern) throw ValidationError.field('type', 'must be an event type or a prefix such as contact.*');
-    if ('exact' in pattern) query = query.where('type', '=', pattern.exact);
-    // Prefixes are resource names (letters only), so LIKE has no wildcard to escape.
-    else if (pattern.prefix) query = query.where('type', 'like', `${pattern.prefix}%`);
-  }
+  let query = ctx.db.selectFrom('events').select(['id', 'type', 'data', 'created_at']).where('org_id', '=', ctx.orgId);
+  const pattern = filters.type === undefined ? { prefix: '' } : parsePattern(filters.type);
+  if (!pattern) throw ValidationError.field('type', 'must be an event type or a prefix such as contact.*');
+  // Every event's resource is its type's prefix (recordEvent), and a prefix is a resource's name:
+  // a type filter names one resource, which the key may read or not. Each filter is then a range
+  // of one index in list order, (org_id, type, …) or (org_id, resource, …), rather than a walk of
+  // the organisation's events dropping the other types (as LIKE 'contact.%' was).
+  const resource = 'exact' in pattern ? resourceOf(pattern.exact as EventType) : (pattern.prefix.slice(0, -1) as EventResource | '');
+  const readable = resource === '' || resources.includes(resource);
+  if ('exact' in pattern) query = query.where('type', '=', pattern.exact);
+  else if (resource !== '') query = query.where('resource', '=', resource);
+  // Every event's resource is one of these: a key reading them all needs no condition.
+  else if (resources.length < RESOURCE_COUNT) query = query.where('resource', 'in', resources);
   if (filters.createdAfter !== undefined) query = query.where('created_at', '>', instant('created_after', filters.createdAfter));
   if (filters.createdBefore !== undefined) query = query.where('created_at', '<', instant('created_before', filters.createdBefore));
+  if (!readable) return { items: [], hasMore: false };
   if (page.after) query = query.where(afterPosition('events', page.after));
   const rows = await query
     .orderBy('created_at')

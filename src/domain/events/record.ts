@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { newId, nowIso } from '../ids.js';
@@ -12,6 +13,21 @@ export interface ResourceView {
 
 /** Rows a single INSERT carries at most (SQLite binds at most 32,766 values; 14 columns a delivery). */
 const CHUNK = 500;
+
+// The two statements every change runs, compiled once.
+const insertOneEvent = new PreparedQuery((db, slot) =>
+  db.insertInto('events').values({
+    id: slot(0),
+    org_id: slot(1),
+    type: slot(2),
+    resource: slot(3),
+    data: slot(4),
+    created_at: slot(5),
+  }),
+);
+const enabledEndpoints = new PreparedQuery((db, slot) =>
+  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('org_id', '=', slot<string>(0)).where('status', '=', 'enabled'),
+);
 
 /**
  * Records the events of a change, with `trx`: the transaction that makes the change (the outbox).
@@ -35,18 +51,18 @@ export async function recordEvents(
     data: JSON.stringify(previousAttributes ? { object, previous_attributes: previousAttributes } : { object }),
     created_at: at,
   }));
-  for (let i = 0; i < events.length; i += CHUNK) {
-    await trx
-      .insertInto('events')
-      .values(events.slice(i, i + CHUNK))
-      .execute();
+  if (events.length === 1) {
+    const event = events[0]!;
+    await insertOneEvent.run(trx, [event.id, event.org_id, event.type, event.resource, event.data, event.created_at]);
+  } else {
+    for (let i = 0; i < events.length; i += CHUNK) {
+      await trx
+        .insertInto('events')
+        .values(events.slice(i, i + CHUNK))
+        .execute();
+    }
   }
-  const endpoints = await trx
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'events'])
-    .where('org_id', '=', ctx.orgId)
-    .where('status', '=', 'enabled')
-    .execute();
+  const endpoints = await enabledEndpoints.execute(trx, [ctx.orgId]);
   const subscribed = endpoints.filter((endpoint) => matchesAny(JSON.parse(endpoint.events) as string[], type));
   const deliveries = subscribed.flatMap((endpoint) =>
     events.map((event) => ({

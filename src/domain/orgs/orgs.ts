@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, Role } from '../../db/schema.js';
 import { revokeKeysCreatedBy } from '../apiKeys/apiKeys.js';
+import { keysRevoked } from '../apiKeys/keyCache.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
 import { checkEmail } from '../validation.js';
@@ -140,7 +141,7 @@ export async function setRole(
   const errors: FieldError[] = [];
   const role = input.role;
   if (!checkRole(role, errors)) throw new ValidationError(errors);
-  return db.transaction().execute(async (trx) => {
+  const result = await db.transaction().execute(async (trx) => {
     const member = await findMember(trx, input.orgId, input.email);
     let revoked = 0;
     if (member.role === 'admin' && role === 'member') {
@@ -150,8 +151,12 @@ export async function setRole(
       revoked = await revokeKeysCreatedBy(trx, input.orgId, member.id, 'creator_demoted', now);
     }
     await trx.updateTable('memberships').set({ role }).where('org_id', '=', input.orgId).where('user_id', '=', member.id).execute();
-    return { id: member.id, email: member.email, role, revoked_keys: revoked };
+    return { id: member.id, email: member.email, role, revoked_keys: revoked, demoted: member.role === 'admin' && role === 'member' };
   });
+  // Caches drop every key, the revoked ones and any key of theirs a racing creation kept alive
+  // (the lookup refuses those for the creator's role).
+  if (result.demoted) await keysRevoked();
+  return { id: result.id, email: result.email, role: result.role, revoked_keys: result.revoked_keys };
 }
 
 /** Removes a member; an admin's keys are revoked in the same transaction. */
@@ -160,7 +165,7 @@ export async function removeMember(
   input: { orgId: string; email: string },
   now = new Date(),
 ): Promise<{ id: string; email: string; revoked_keys: number }> {
-  return db.transaction().execute(async (trx) => {
+  const result = await db.transaction().execute(async (trx) => {
     const member = await findMember(trx, input.orgId, input.email);
     if (member.role === 'admin' && (await countAdmins(trx, input.orgId)) <= 1) {
       throw ValidationError.field('email', 'the organisation must keep at least one admin');
@@ -169,8 +174,10 @@ export async function removeMember(
     // Their dashboard sessions in this organisation end too (being added back must not revive them).
     await trx.deleteFrom('sessions').where('user_id', '=', member.id).where('org_id', '=', input.orgId).execute();
     await trx.deleteFrom('memberships').where('org_id', '=', input.orgId).where('user_id', '=', member.id).execute();
-    return { id: member.id, email: member.email, revoked_keys: revoked };
+    return { id: member.id, email: member.email, revoked_keys: revoked, wasAdmin: member.role === 'admin' };
   });
+  if (result.wasAdmin) await keysRevoked();
+  return { id: result.id, email: result.email, revoked_keys: result.revoked_keys };
 }
 
 /** The user behind an email, if they are a member (for the CLI's `--admin-email`). */

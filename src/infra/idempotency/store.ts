@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
+import { PreparedQuery } from '../../db/preparedQuery.js';
 
 export const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** How long a claim protects an in-flight request by default; a crashed server's claim lapses after this. */
@@ -25,6 +26,31 @@ export type ClaimResult =
   | { outcome: 'in_progress' }
   | { outcome: 'mismatch' };
 
+// Every keyed POST runs these two: compiled once.
+const insertClaim = new PreparedQuery((db, slot) =>
+  db.insertInto('idempotency_keys').values({
+    org_id: slot(0),
+    key: slot(1),
+    fingerprint: slot(2),
+    state: 'in_progress',
+    locked_until: slot(3),
+    response_status: null,
+    response_headers: null,
+    response_body: null,
+    created_at: slot(4),
+    expires_at: slot(5),
+  }),
+);
+const storeResponse = new PreparedQuery((db, slot) =>
+  db
+    .updateTable('idempotency_keys')
+    .set({ state: 'done', response_status: slot(0), response_headers: slot(1), response_body: slot(2) })
+    .where('org_id', '=', slot<string>(3))
+    .where('key', '=', slot<string>(4))
+    .where('state', '=', 'in_progress')
+    .where('locked_until', '=', slot<string>(5)),
+);
+
 /**
  * Idempotency keys live in the database, so every server instance on the same database shares
  * them: the primary key (org_id, key) lets exactly one request claim a key, on SQLite and
@@ -43,21 +69,7 @@ export async function claim(
   const lockedUntil = new Date(now.getTime() + lockMs).toISOString();
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      await db
-        .insertInto('idempotency_keys')
-        .values({
-          org_id: orgId,
-          key,
-          fingerprint,
-          state: 'in_progress',
-          locked_until: lockedUntil,
-          response_status: null,
-          response_headers: null,
-          response_body: null,
-          created_at: at,
-          expires_at: new Date(now.getTime() + REPLAY_WINDOW_MS).toISOString(),
-        })
-        .execute();
+      await insertClaim.run(db, [orgId, key, fingerprint, lockedUntil, at, new Date(now.getTime() + REPLAY_WINDOW_MS).toISOString()]);
       return { outcome: 'claimed', lockedUntil };
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
@@ -107,20 +119,15 @@ export async function claim(
  * the caller must then roll its write back.
  */
 export async function complete(db: Kysely<Database>, held: Claim, response: StoredResponse): Promise<boolean> {
-  const result = await db
-    .updateTable('idempotency_keys')
-    .set({
-      state: 'done',
-      response_status: response.status,
-      response_headers: JSON.stringify(response.headers),
-      response_body: response.body,
-    })
-    .where('org_id', '=', held.orgId)
-    .where('key', '=', held.key)
-    .where('state', '=', 'in_progress')
-    .where('locked_until', '=', held.lockedUntil)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+  const changed = await storeResponse.run(db, [
+    response.status,
+    JSON.stringify(response.headers),
+    response.body,
+    held.orgId,
+    held.key,
+    held.lockedUntil,
+  ]);
+  return changed === 1;
 }
 
 /** Frees a claimed key whose response is not kept (validation failures, 5xx): a retry runs anew. */

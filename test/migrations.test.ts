@@ -1,0 +1,141 @@
+import type { Kysely } from 'kysely';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrateToLatest, migrator, openDatabase, type Db } from '../src/db/database.js';
+import { listContacts } from '../src/domain/contacts/list.js';
+import { randomBase62 } from '../src/domain/ids.js';
+import { DIALECTS, type Dialect } from './helpers/harness.js';
+
+/** An empty database of this dialect, no migration applied; dropped by the afterEach below. */
+async function emptyDatabase(dialect: Dialect): Promise<Db> {
+  if (dialect === 'sqlite') return openDatabase({ databaseUrl: null, dataDir: ':memory:' });
+  const url = process.env.TEST_DATABASE_URL!;
+  const schema = `t_${randomBase62(12).toLowerCase()}`;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query(`CREATE SCHEMA ${schema}`);
+  await client.end();
+  const db = openDatabase({ databaseUrl: url, dataDir: ':memory:', pgSchema: schema });
+  return {
+    ...db,
+    close: async () => {
+      await db.close();
+      const dropper = new pg.Client({ connectionString: url });
+      await dropper.connect();
+      await dropper.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await dropper.end();
+    },
+  };
+}
+
+async function migrateTo(db: Db, name: string): Promise<void> {
+  const { error } = await migrator(db).migrateTo(name);
+  if (error) throw error;
+}
+
+describe.each(DIALECTS)('migrations on %s', (dialect) => {
+  let db: Db | null = null;
+  afterEach(async () => {
+    await db?.close();
+    db = null;
+  });
+
+  it('006 gives the label links of an existing database their contact’s created_at, and lists them in order', async () => {
+    db = await emptyDatabase(dialect);
+    await migrateTo(db, '005_list_indexes');
+    // Rows as a database made before 006 holds them: the links have no contact_created_at yet.
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables as they were before 006, not today's Database type
+    const old = db.kysely as unknown as Kysely<any>;
+    const at = (day: number) => `2024-01-${String(day).padStart(2, '0')}T10:00:00.000Z`;
+    await old
+      .insertInto('orgs')
+      .values({ id: 'org_1', name: 'Org', created_at: at(1) })
+      .execute();
+    const contact = (id: string, day: number) => ({
+      id,
+      org_id: 'org_1',
+      first_name: id,
+      last_name: '',
+      email: `${id}@example.com`,
+      email_lower: `${id}@example.com`,
+      source_type: 'manual',
+      created_at: at(day),
+      updated_at: at(day),
+    });
+    // Created out of id order, so the list order (created_at, id) is not the insertion order.
+    await old
+      .insertInto('contacts')
+      .values([contact('con_c', 2), contact('con_a', 3), contact('con_b', 2), contact('con_d', 4)])
+      .execute();
+    const label = (id: string) => ({ id, org_id: 'org_1', name: id, name_lower: id, created_at: at(1), updated_at: at(1) });
+    await old
+      .insertInto('labels')
+      .values([label('lbl_x'), label('lbl_y')])
+      .execute();
+    const link = (contactId: string, labelId: string, day: number) => ({
+      org_id: 'org_1',
+      contact_id: contactId,
+      label_id: labelId,
+      created_at: at(day),
+    });
+    // con_c was given lbl_x long after it was created, after the others.
+    await old
+      .insertInto('contact_labels')
+      .values([
+        link('con_a', 'lbl_x', 3),
+        link('con_d', 'lbl_x', 4),
+        link('con_b', 'lbl_x', 5),
+        link('con_c', 'lbl_x', 9),
+        link('con_d', 'lbl_y', 4),
+      ])
+      .execute();
+
+    await migrateToLatest(db);
+
+    const links = await db.kysely
+      .selectFrom('contact_labels')
+      .innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id')
+      .select(['contact_labels.contact_id', 'contact_labels.label_id', 'contact_labels.created_at', 'contact_labels.contact_created_at'])
+      .select('contacts.created_at as contact_created')
+      .orderBy('contact_labels.contact_id')
+      .orderBy('contact_labels.label_id')
+      .execute();
+    expect(links).toHaveLength(5);
+    for (const row of links) expect(row.contact_created_at).toBe(row.contact_created);
+    expect(links.find((row) => row.contact_id === 'con_c')?.created_at).toBe(at(9)); // the link's own time is kept
+
+    const ctx = {
+      db: db.kysely,
+      orgId: 'org_1',
+      actor: { kind: 'user', userId: 'usr_1', role: 'admin' } as const,
+      requestId: 'test',
+      now: new Date(),
+    };
+    const ids = async (labelId: string) => (await listContacts(ctx, { limit: 10, after: null }, { labelId })).items.map((c) => c.id);
+    expect(await ids('lbl_x')).toEqual(['con_b', 'con_c', 'con_a', 'con_d']);
+    expect(await ids('lbl_y')).toEqual(['con_d']);
+
+    // The column is required from now on: a link that does not say when its contact was made is refused.
+    await expect(
+      old
+        .insertInto('contact_labels')
+        .values(link('con_a', 'lbl_y', 10))
+        .execute(),
+    ).rejects.toThrow();
+    // Deleting a contact or a label still removes its links.
+    await db.kysely.deleteFrom('contacts').where('id', '=', 'con_a').execute();
+    await db.kysely.deleteFrom('labels').where('id', '=', 'lbl_y').execute();
+    expect(await db.kysely.selectFrom('contact_labels').select('contact_id').orderBy('contact_id').execute()).toEqual([
+      { contact_id: 'con_b' },
+      { contact_id: 'con_c' },
+      { contact_id: 'con_d' },
+    ]);
+  });
+
+  it('undoes 006 and 007 and applies them again', async () => {
+    db = await emptyDatabase(dialect);
+    await migrateToLatest(db);
+    await migrateTo(db, '005_list_indexes');
+    expect(await migrateToLatest(db)).toEqual(['006_contact_label_order', '007_event_resource_order']);
+  });
+});
