@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     const env = await serverEnv(DIALECT, { LOG_LEVEL: 'error', PROFILE_OUT: out });
     env.env.NODE_OPTIONS = `${env.env.NODE_OPTIONS ?? ''} --import=${PRELOAD}`.trim();
     const { key } = await orgWithKey(env.env);
-    const proc = await startServerProcess(env);
+    const proc = await startServerProcess(env, { built: true });
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const label = (await (
       await fetch(`${env.url}/api/v1/contacts/labels`, { method: 'POST', headers, body: '{"name":"VIP"}' })

@@ -107,7 +107,7 @@ async function startOrgdata(
   const redis: Record<string, string> = setup.endsWith('+redis') ? { REDIS_URL: process.env.TEST_REDIS_URL! } : {};
   const env = await serverEnv(setup.startsWith('postgres') ? 'postgres' : 'sqlite', { ...redis, LOG_LEVEL: 'error' });
   const { key } = await orgWithKey(env.env);
-  const proc = await startServerProcess(env);
+  const proc = await startServerProcess(env, { built: true });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const label = (await (await fetch(`${env.url}/api/v1/contacts/labels`, { method: 'POST', headers, body: '{"name":"VIP"}' })).json()) as {
     id: string;

@@ -64,7 +64,7 @@ async function runSetup(dialect: 'sqlite' | 'postgres'): Promise<void> {
       for (const line of plan.plan) console.log(`   ${line}`);
     }
 
-    const proc = await startServerProcess(env);
+    const proc = await startServerProcess(env, { built: true });
     const pid = proc.child.pid!;
     const auth = { authorization: `Bearer ${key}` };
     const api = `${env.url}/api/v1/contacts`;

@@ -7,7 +7,6 @@ import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
 import { startServer } from './server.js';
 import { webhookCommand } from './cli/webhooks.js';
-import { RedisRevocationFeed } from './infra/keyCache/redisRevocationFeed.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
 
@@ -40,7 +39,9 @@ async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T
   // Servers over PostgreSQL with REDIS_URL cache verified keys and hear of revocations through
   // Redis: a revocation made here is published there too (on SQLite they see the file change).
   const feed =
-    config.redisUrl && db.dialect === 'postgres' ? await RedisRevocationFeed.connect(config.redisUrl, { subscribe: false }) : null;
+    config.redisUrl && db.dialect === 'postgres'
+      ? await (await import('./infra/keyCache/redisRevocationFeed.js')).RedisRevocationFeed.connect(config.redisUrl, { subscribe: false })
+      : null;
   try {
     await migrateToLatest(db);
     return await run(db);

@@ -41,7 +41,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const shutdown = new ShutdownState();
   const https =
     config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : null;
-  const blobs = openBlobStore(config);
+  const blobs = await openBlobStore(config);
   const app = await buildApp({ config, db, rateLimiter, signInThrottle, blobs, https, shutdown, keyCache: keyCache ?? null });
   // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused,
   // leftovers of interrupted uploads, and expired dashboard sessions.

@@ -814,7 +814,7 @@ describe.each(DIALECTS.flatMap((dialect) => STORES.map((store) => [dialect, stor
 
         await pProbe.plantLeftover('stale', new Date(Date.now() - 2 * 24 * 3600 * 1000));
         await pProbe.plantLeftover('fresh', new Date());
-        const blobStore = openBlobStore(p.config);
+        const blobStore = await openBlobStore(p.config);
 
         // Before the link expires nothing goes.
         expect(await purgeAbandonedUploads(p.db.kysely, blobStore, new Date(Date.parse(abandoned.upload_expires_at) - 1))).toBe(0);

@@ -126,7 +126,7 @@ describe.each(DIALECTS)('the S3 blob store on %s', (dialect) => {
     expect(got.headers.get('cache-control')).toBe('private, no-store');
 
     // A link past its lifetime is refused by the store.
-    const store = openBlobStore(h.config);
+    const store = await openBlobStore(h.config);
     const headers = { contentType: 'application/pdf', contentDisposition: contentDisposition(name) };
     const stale = await store.directDownloadUrl(
       `${orgId}/${r.id}`,

@@ -180,7 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         : undefined;
   const links = new SignedLinks(config.secretKey, config.publicUrl);
   const files: FileDeps = {
-    blobs: deps.blobs ?? openBlobStore(config),
+    blobs: deps.blobs ?? (await openBlobStore(config)),
     links,
     maxFileBytes: config.maxFileBytes,
     uploadTtlSeconds: config.uploadUrlTtlSeconds,

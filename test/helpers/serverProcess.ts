@@ -9,6 +9,8 @@ import { randomBase62 } from '../../src/domain/ids.js';
 import { SECRET } from './harness.js';
 
 const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
+/** The built server, what `npm start` runs (`npm run build` makes it). */
+const BUILT_CLI = path.resolve(import.meta.dirname, '../../dist/cli.js');
 const run = promisify(execFile);
 
 /** A port nothing listens on right now. */
@@ -106,9 +108,14 @@ export interface ServerProcess {
   output(): string;
 }
 
-/** Starts `orgdata serve` as a child process and waits until /healthz answers. */
-export async function startServerProcess(env: ServerEnv): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `orgdata serve` as a child process and waits until /healthz answers. Tests run the
+ * sources through tsx; the benchmarks pass `built` to measure what `npm start` runs (no loader
+ * thread, no transpiled sources in memory), after `npm run build`.
+ */
+export async function startServerProcess(env: ServerEnv, options: { built?: boolean } = {}): Promise<ServerProcess> {
+  const args = options.built ? [BUILT_CLI, 'serve'] : ['--import', 'tsx', CLI, 'serve'];
+  const child = spawn(process.execPath, args, { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -4,7 +4,7 @@ import type { Ctx } from '../context.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
 import { normaliseEmail } from '../validation.js';
-import { CONTACT_COLUMNS, toContactViews, type ContactRow, type ContactView } from './view.js';
+import { CONTACT_COLUMNS, contactJson, toContactViews, type ContactJsonRow, type ContactRow, type ContactView } from './view.js';
 
 export interface ContactFilters {
   /** Exact match, case-insensitive, the domain compared in canonical form (`xn--` or Unicode alike). */
@@ -19,8 +19,11 @@ function containing(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-/** Which filters a list request uses: each combination is compiled once (see PreparedQuery). */
-type Shape = `${0 | 1}${0 | 1}${0 | 1}${0 | 1}`;
+/**
+ * Which filters a list request uses, and whether the rows are columns or JSON text (`j`, see
+ * contactJson): each combination is compiled once (see PreparedQuery).
+ */
+type Shape = `${0 | 1}${0 | 1}${0 | 1}${0 | 1}${'' | 'j'}`;
 
 /** The search box's condition: `pattern` (see containing) in the first name, last name or email. */
 function matching(pattern: string) {
@@ -28,8 +31,12 @@ function matching(pattern: string) {
 }
 
 // Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after, 6 limit.
-const contactsPage = new PreparedQuery<ContactRow, Shape>((db, slot, shape) => {
+const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, slot, shape) => {
   const [email, label, search, after] = [...shape].map((flag) => flag === '1');
+  // Typed as the columns either way: the caller knows which rows it asked for (pageRows).
+  const columns = shape.endsWith('j')
+    ? ([contactJson(db).as('json'), 'contacts.id', 'contacts.created_at'] as unknown as typeof CONTACT_COLUMNS)
+    : CONTACT_COLUMNS;
   const position = { createdAt: slot<string>(4), id: slot<string>(5) };
   if (label && !email) {
     // The label's links in list order, a range of the (label_id, org_id, contact_created_at,
@@ -39,7 +46,7 @@ const contactsPage = new PreparedQuery<ContactRow, Shape>((db, slot, shape) => {
     let query = db
       .selectFrom('contact_labels')
       .innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id')
-      .select(CONTACT_COLUMNS)
+      .select(columns)
       .where('contact_labels.label_id', '=', slot<string>(2))
       .where('contact_labels.org_id', '=', slot<string>(0))
       .where('contacts.org_id', '=', slot<string>(0));
@@ -47,7 +54,7 @@ const contactsPage = new PreparedQuery<ContactRow, Shape>((db, slot, shape) => {
     if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
   }
-  let query = db.selectFrom('contacts').select(CONTACT_COLUMNS).where('contacts.org_id', '=', slot<string>(0));
+  let query = db.selectFrom('contacts').select(columns).where('contacts.org_id', '=', slot<string>(0));
   if (email) query = query.where('contacts.email_lower', '=', slot<string>(1));
   // With an email as well, the label is checked on the one contact the email finds, by primary key.
   if (label) {
@@ -66,16 +73,26 @@ const contactsPage = new PreparedQuery<ContactRow, Shape>((db, slot, shape) => {
   return query.orderBy('contacts.created_at').orderBy('contacts.id').limit(slot<number>(6));
 });
 
-export async function listContacts(ctx: Ctx, page: PageRequest, filters: ContactFilters = {}): Promise<Page<ContactView>> {
+/** The page's rows, as columns or (`json`) as JSON text: `limit + 1` of them at most. */
+async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, json: boolean): Promise<unknown[]> {
   requireScope(ctx.actor, 'contacts:read');
   const email = filters.email === undefined ? undefined : normaliseEmail(filters.email).toLowerCase();
   const search = filters.search?.trim() ? containing(filters.search.trim()) : undefined;
-  const shape: Shape = `${email !== undefined ? 1 : 0}${filters.labelId !== undefined ? 1 : 0}${search !== undefined ? 1 : 0}${page.after ? 1 : 0}`;
-  const rows = await contactsPage.execute(
+  const shape: Shape = `${email !== undefined ? 1 : 0}${filters.labelId !== undefined ? 1 : 0}${search !== undefined ? 1 : 0}${page.after ? 1 : 0}${json ? 'j' : ''}`;
+  return contactsPage.execute(
     ctx.db,
     [ctx.orgId, email, filters.labelId, search, page.after?.createdAt, page.after?.id, page.limit + 1],
     shape,
   );
+}
+
+export async function listContacts(ctx: Ctx, page: PageRequest, filters: ContactFilters = {}): Promise<Page<ContactView>> {
+  const rows = (await pageRows(ctx, page, filters, false)) as ContactRow[];
   const { items, hasMore } = toPage(rows, page.limit);
   return { items: await toContactViews(ctx.db, ctx.orgId, items), hasMore };
+}
+
+/** listContacts with each contact as JSON text made by the database (see contactJson): the API's list. */
+export async function listContactsJson(ctx: Ctx, page: PageRequest, filters: ContactFilters = {}): Promise<Page<ContactJsonRow>> {
+  return toPage((await pageRows(ctx, page, filters, true)) as ContactJsonRow[], page.limit);
 }

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { attachLabel, createContact, deleteContact, detachLabel, getContact, updateContact } from '../../domain/contacts/contacts.js';
-import { listContacts } from '../../domain/contacts/list.js';
+import { attachLabel, createContact, deleteContact, detachLabel, getContactJson, updateContact } from '../../domain/contacts/contacts.js';
+import { listContactsJson } from '../../domain/contacts/list.js';
 import type { ApiDeps } from '../api.js';
 import { ctxOf } from '../context.js';
-import { listEnvelope, pageRequest } from '../lists.js';
+import { listEnvelopeText, pageRequest, sendJsonText } from '../lists.js';
 import {
   Contact,
   ContactCreate,
@@ -30,12 +30,12 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       querystring: ContactListQuery,
       response: responses({ 200: ContactList }),
     },
-    handler: async (request) => {
+    handler: async (request, reply) => {
       const ctx = ctxOf(request, db);
       const { email, label_id: labelId } = request.query;
       const filters = { email: email?.toLowerCase(), label_id: labelId };
-      const page = await listContacts(ctx, pageRequest(request, ctx, secret, request.query, filters), { email, labelId });
-      return listEnvelope(request, ctx, secret, page, filters);
+      const page = await listContactsJson(ctx, pageRequest(request, ctx, secret, request.query, filters), { email, labelId });
+      return sendJsonText(reply, listEnvelopeText(request, ctx, secret, page, filters));
     },
   });
 
@@ -65,7 +65,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       params: ContactParams,
       response: responses({ 200: Contact }, 404),
     },
-    handler: async (request) => getContact(ctxOf(request, db), request.params.id),
+    handler: async (request, reply) => sendJsonText(reply, await getContactJson(ctxOf(request, db), request.params.id)),
   });
 
   app.patch('/contacts/:id', {
