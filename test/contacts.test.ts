@@ -50,6 +50,43 @@ describe.each(DIALECTS)('contacts on %s', (dialect) => {
     expect((await h.call(key, 'DELETE', `/api/v1/contacts/${contact.id}`)).statusCode).toBe(404);
   });
 
+  it('reads back exactly what it wrote: the JSON the database renders for a read equals the create response', async () => {
+    // Reads (get, list) are JSON text made by the database (domain/contacts/view.ts contactJson);
+    // writes answer with objects serialized here. Quotes, backslashes, line breaks and tabs,
+    // non-ASCII and emoji, nulls and labels in order must come out the same both ways.
+    const labels = [];
+    for (const name of ['Zeta "quoted"', 'Alpha \\ backslash']) {
+      const made = await h.call(key, 'POST', '/api/v1/contacts/labels', { name });
+      expect(made.statusCode).toBe(201);
+      labels.push(made.json());
+    }
+    const created = await h.call(key, 'POST', '/api/v1/contacts', {
+      first_name: 'Zoë "Q" \\ 名前 😀',
+      last_name: "O'Brien </script>",
+      email: 'json-render@example.com',
+      address: 'Line 1\nLine 2\r\nend',
+      notes: '\u2028 and \u2029, tab\t',
+      label_ids: [labels[1].id, labels[0].id],
+    });
+    expect(created.statusCode).toBe(201);
+    const contact = created.json();
+    // Oldest label first, whatever order they were given in.
+    expect(contact.labels.map((l: { id: string }) => l.id)).toEqual([labels[0].id, labels[1].id]);
+    expect(contact.phone).toBeNull();
+
+    const got = await h.call(key, 'GET', `/api/v1/contacts/${contact.id}`);
+    expect(got.statusCode).toBe(200);
+    expect(got.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(got.json()).toEqual(contact);
+
+    const listed = await h.call(key, 'GET', '/api/v1/contacts?email=json-render@example.com');
+    expect(listed.statusCode).toBe(200);
+    expect(listed.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(listed.json()).toEqual({ object: 'list', data: [contact], has_more: false, next_cursor: null });
+    const byLabel = await h.call(key, 'GET', `/api/v1/contacts?label_id=${labels[1].id}`);
+    expect(byLabel.json().data).toEqual([contact]);
+  });
+
   it('refuses a second contact with the same email, case-insensitively, naming the first', async () => {
     const first = (await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'B', email: 'dup@example.com' })).json();
     const second = await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'C', email: 'DUP@example.COM' });

@@ -8,7 +8,7 @@ import { Kysely, PostgresDialect, SqliteDialect, type CompiledQuery } from 'kyse
 import pg from 'pg';
 import type { Database } from '../../src/db/schema.js';
 import type { Ctx } from '../../src/domain/context.js';
-import { listContacts } from '../../src/domain/contacts/list.js';
+import { listContactsJson as listContacts } from '../../src/domain/contacts/list.js';
 import { listEvents } from '../../src/domain/events/events.js';
 import { listFiles } from '../../src/domain/files/files.js';
 import { listGroups } from '../../src/domain/groups/groups.js';

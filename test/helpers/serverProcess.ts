@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,12 @@ import { SECRET } from './harness.js';
 const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
 /** The built server, what `npm start` runs (`npm run build` makes it). */
 const BUILT_CLI = path.resolve(import.meta.dirname, '../../dist/cli.js');
+/** The Node flags of `npm start` (package.json), so that the benchmarks measure the same process. */
+const START_FLAGS = (
+  JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { scripts: { start: string } }
+).scripts.start
+  .split(' ')
+  .filter((word) => word.startsWith('--'));
 const run = promisify(execFile);
 
 /** A port nothing listens on right now. */
@@ -114,7 +120,7 @@ export interface ServerProcess {
  * thread, no transpiled sources in memory), after `npm run build`.
  */
 export async function startServerProcess(env: ServerEnv, options: { built?: boolean } = {}): Promise<ServerProcess> {
-  const args = options.built ? [BUILT_CLI, 'serve'] : ['--import', 'tsx', CLI, 'serve'];
+  const args = options.built ? [...START_FLAGS, BUILT_CLI, 'serve'] : ['--import', 'tsx', CLI, 'serve'];
   const child = spawn(process.execPath, args, { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
