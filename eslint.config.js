@@ -1,7 +1,19 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'artifacts/', 'data/', 'client/dist/', 'client/src/generated/'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'coverage/',
+      'artifacts/',
+      'data/',
+      'client/dist/',
+      'client/src/generated/',
+      'bench/.profile-tmp*',
+      'bench/.tmp/',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     languageOptions: {

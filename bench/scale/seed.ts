@@ -5,6 +5,7 @@
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { newId } from '../../src/domain/ids.js';
+import { CONTACT_INSERT_COLUMNS } from '../../src/domain/contacts/contacts.js';
 
 type Value = string | number | null;
 
@@ -137,20 +138,7 @@ export async function seed(writer: BulkWriter, orgId: string, count: number, dee
   const email = (i: number) => `person-${i}@example.com`;
   await writer.insert(
     'contacts',
-    [
-      'id',
-      'org_id',
-      'first_name',
-      'last_name',
-      'email',
-      'email_lower',
-      'phone',
-      'address',
-      'notes',
-      'source_type',
-      'created_at',
-      'updated_at',
-    ],
+    [...CONTACT_INSERT_COLUMNS],
     (function* () {
       for (let i = 0; i < count; i++) {
         yield [ids[i]!, orgId, `First ${i}`, 'Contact', email(i), email(i), '+44 20 7946 0000', null, null, 'import', at(i), at(i)];

@@ -211,13 +211,16 @@ export async function authenticateKey(
   now: Date,
   cache?: VerifiedKeyCache,
 ): Promise<AuthenticatedKey> {
-  if (!isWellFormedKey(secret, presented)) throw new UnauthorizedError('The API key is malformed.');
-  const hash = hashKey(secret, presented);
-  const cached = cache?.lookup(hash);
+  // The cache is keyed by the key as presented (exact match): a key verified before costs neither
+  // HMAC (checksum, hash) again — together 2.5 % of a get-by-id's CPU in `npm run bench:profile`.
+  // The process already holds the key in each request's headers; the cache holds it only while valid.
+  const cached = cache?.lookup(presented);
   if (cached) {
     if (cached.expiresAt !== null && cached.expiresAt <= nowIso(now)) throw new UnauthorizedError('The API key has expired.');
     return cached;
   }
+  if (!isWellFormedKey(secret, presented)) throw new UnauthorizedError('The API key is malformed.');
+  const hash = hashKey(secret, presented);
   const generation = cache?.generation ?? 0;
   // One indexed read, which also checks that the key's creator is still an admin of the
   // organisation and active: a key never outlives its creator's admin rights, even if a
@@ -238,7 +241,7 @@ export async function authenticateKey(
     lastUsedAt: row.last_used_at,
     expiresAt: row.expires_at,
   };
-  cache?.store(hash, key, generation);
+  cache?.store(presented, key, generation);
   return key;
 }
 

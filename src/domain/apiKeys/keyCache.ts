@@ -45,18 +45,18 @@ export class VerifiedKeyCache {
     return this.currentGeneration;
   }
 
-  /** The verified key with this hash, if it is cached and the cache may be trusted now. */
-  lookup(hash: string): CachedKey | undefined {
+  /** The verified key presented as `presented`, if it is cached and the cache may be trusted now. */
+  lookup(presented: string): CachedKey | undefined {
     if (this.entries.size === 0 || !this.guard.usable(this)) return undefined;
-    return this.entries.get(hash);
+    return this.entries.get(presented);
   }
 
   /** Keeps a key verified by a read that started at `generation`, unless the cache was cleared since. */
-  store(hash: string, key: CachedKey, generation: number): void {
+  store(presented: string, key: CachedKey, generation: number): void {
     // The guard may invalidate (a change by another process): check the generation after it.
     if (!this.guard.usable(this) || generation !== this.currentGeneration) return;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(hash, key);
+    this.entries.set(presented, key);
   }
 
   invalidate(): void {

@@ -102,7 +102,7 @@ async function replaceLabels(db: Kysely<Database>, orgId: string, contact: Conta
 
 const INSERT_CHUNK = 500;
 
-const CONTACT_INSERT_COLUMNS = [
+export const CONTACT_INSERT_COLUMNS = [
   'id',
   'org_id',
   'first_name',
