@@ -9,7 +9,7 @@ import { ConflictError, NotFoundError, ValidationError, type FieldError } from '
 import { newId, nowIso } from '../ids.js';
 import { requireScope } from '../scopes.js';
 import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
-import { CONTACT_COLUMNS, contactJson, rendersJson, toContactView, toContactViews, type ContactView } from './view.js';
+import { CONTACT_COLUMNS, contactJson, toContactView, toContactViews, type ContactView } from './view.js';
 
 export const SOURCE_TYPES = ['manual', 'import'] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
@@ -233,7 +233,6 @@ const contactJsonById = new PreparedQuery((db, slot) =>
 
 /** getContact as JSON text made by the database in one statement (see contactJson): the API's read. */
 export async function getContactJson(ctx: Ctx, id: string): Promise<string> {
-  if (!rendersJson(ctx.db)) return JSON.stringify(await getContact(ctx, id)); // see listContactsJson
   requireScope(ctx.actor, 'contacts:read');
   const [row] = await contactJsonById.execute(ctx.db, [ctx.orgId, id]);
   if (!row) throw new NotFoundError(`No contact ${id}.`);

@@ -49,20 +49,20 @@ export interface ContactJsonRow {
  * needed a second statement. The shape is toContactView's; the contract tests validate every
  * response against the declared schema, so the two cannot drift apart unnoticed.
  */
-/** Whether reads ask the database for contactJson: on SQLite (see listContactsJson for PostgreSQL). */
-export function rendersJson(db: Kysely<Database>): boolean {
-  return db.getExecutor().adapter instanceof SqliteAdapter;
-}
-
-/** SQLite only (see rendersJson). */
 export function contactJson(db: Kysely<Database>): RawBuilder<string> {
-  if (!rendersJson(db)) throw new Error('contactJson is made by SQLite only');
-  const label = sql`json_object('object', 'label', 'id', l.id, 'name', l.name, 'created_at', l.created_at, 'updated_at', l.updated_at)`;
-  const labels = sql`(select json_group_array(${label} order by l.created_at, l.id)
-    from contact_labels cl inner join labels l on l.id = cl.label_id where cl.contact_id = contacts.id)`;
-  return sql<string>`json_object('object', 'contact', 'id', contacts.id, 'first_name', contacts.first_name, 'last_name', contacts.last_name,
+  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+  const object = sql.raw(sqlite ? 'json_object' : 'json_build_object');
+  const label = sql`${object}('object', 'label', 'id', l.id, 'name', l.name, 'created_at', l.created_at, 'updated_at', l.updated_at)`;
+  const fromLabels = sql`from contact_labels cl inner join labels l on l.id = cl.label_id where cl.contact_id = contacts.id`;
+  // SQLite's json_group_array of no rows is [], PostgreSQL's json_agg null.
+  const labels = sqlite
+    ? sql`(select json_group_array(${label} order by l.created_at, l.id) ${fromLabels})`
+    : sql`coalesce((select json_agg(${label} order by l.created_at, l.id) ${fromLabels}), '[]'::json)`;
+  const contact = sql`${object}('object', 'contact', 'id', contacts.id, 'first_name', contacts.first_name, 'last_name', contacts.last_name,
     'email', contacts.email, 'phone', contacts.phone, 'address', contacts.address, 'notes', contacts.notes, 'labels', ${labels},
     'source_type', contacts.source_type, 'created_at', contacts.created_at, 'updated_at', contacts.updated_at)`;
+  // PostgreSQL's json type comes back as text only when cast (node-postgres would parse it).
+  return sqlite ? sql<string>`${contact}` : sql<string>`(${contact})::text`;
 }
 
 /** The labels of `shape` contacts, oldest label first. Values: 0 org, then the contact ids. */
