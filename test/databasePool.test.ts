@@ -71,6 +71,22 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL pool size and statem
     expect(all.json<{ data: unknown[] }>().data).toHaveLength(25);
   });
 
+  it('runs the hot queries as named prepared statements, planned once per connection', async () => {
+    // After the lists above, the pool's two connections (one query held on each by pg_sleep) hold
+    // the contacts page as a prepared statement named by database.ts prepareOnPostgres.
+    const held = await Promise.all(
+      [0, 1].map(() =>
+        sql<{
+          statements: string[];
+        }>`select array(select statement from pg_prepared_statements where name like 'orgdata_%') as statements, pg_sleep(0.1)`.execute(
+          small.db.kysely,
+        ),
+      ),
+    );
+    const statements = held.flatMap((result) => result.rows[0]!.statements);
+    expect(statements.some((text) => text.includes('json_build_object') && text.includes('from "contacts"'))).toBe(true);
+  });
+
   it('cancels a statement that runs past DATABASE_STATEMENT_TIMEOUT_MS', async () => {
     const started = Date.now();
     const error = await sql`select pg_sleep(5)`.execute(strict.db.kysely).then(

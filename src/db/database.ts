@@ -1,7 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  type Migration,
+  type MigrationProvider,
+  type PostgresPool,
+  type PostgresPoolClient,
+} from 'kysely';
 import pg from 'pg';
 import * as core from './migrations/001_core.js';
 import * as groupsFiles from './migrations/002_groups_files.js';
@@ -49,7 +58,7 @@ export function openDatabase(options: DatabaseOptions): Db {
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {});
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }) });
     return { kysely, dialect: 'postgres', pgSchema: options.pgSchema, close: () => kysely.destroy() };
   }
   let file = ':memory:';
@@ -66,6 +75,41 @@ export function openDatabase(options: DatabaseOptions): Db {
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
   direct.set(kysely, { sqlite, prepare: statements.prepare });
   return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+}
+
+const statementNames = new Map<string, string>();
+
+/**
+ * Marks a fixed SQL text (a PreparedQuery's: values are always bound) to run on PostgreSQL as a
+ * named prepared statement: parsed and planned once per connection rather than on every request
+ * (node-postgres sends unnamed statements otherwise). The JSON page of contacts took PostgreSQL
+ * 0.32 ms to plan and 0.29 ms to run (EXPLAIN ANALYZE). Behind PgBouncer in transaction mode this
+ * needs its prepared-statement support (`max_prepared_statements`, PgBouncer 1.21+).
+ */
+export function prepareOnPostgres(text: string): void {
+  if (!statementNames.has(text)) statementNames.set(text, `orgdata_${statementNames.size}`);
+}
+
+/** The pool Kysely gets: its clients send the texts marked by prepareOnPostgres by name. */
+function withNamedStatements(pool: pg.Pool): PostgresPool {
+  const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let wrapper = wrapped.get(client);
+      if (!wrapper) {
+        const query = (text: unknown, values?: unknown[]) => {
+          const name = typeof text === 'string' ? statementNames.get(text) : undefined;
+          if (name !== undefined) return client.query({ name, text: text as string, values });
+          return client.query(text as string, values);
+        };
+        wrapper = { query, release: (error?: Error | boolean) => client.release(error) } as unknown as PostgresPoolClient;
+        wrapped.set(client, wrapper);
+      }
+      return wrapper;
+    },
+    end: () => pool.end(),
+  };
 }
 
 /** The SQLite connection behind a database opened here, for reads that skip Kysely's executor. */

@@ -1,6 +1,6 @@
-import type { CompiledQuery, Compilable, Kysely } from 'kysely';
+import { PostgresAdapter, type CompiledQuery, type Compilable, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { directSqlite } from './database.js';
+import { directSqlite, prepareOnPostgres } from './database.js';
 
 /** Stands for the `index`th value of `execute`; typed as whatever the builder wants there. */
 export type Slot = <T>(index: number) => T;
@@ -37,6 +37,7 @@ export class PreparedQuery<Row, Shape extends string | number = string> {
       const slots = query.parameters.map((p) => (typeof p === 'string' && p.startsWith(MARK) ? Number(p.slice(MARK.length)) : -1));
       compiled = { query, slots };
       shapes.set(shape, compiled);
+      if (adapter instanceof PostgresAdapter) prepareOnPostgres(query.sql);
     }
     return compiled;
   }
