@@ -14,7 +14,7 @@ import { listFiles } from '../../src/domain/files/files.js';
 import { listGroups } from '../../src/domain/groups/groups.js';
 import { listMembers } from '../../src/domain/groups/members.js';
 import { listLabels } from '../../src/domain/labels/labels.js';
-import { getContactJson } from '../../src/domain/contacts/contacts.js';
+import { getContactJson } from '../../src/domain/contacts/read.js';
 import { expandScopes } from '../../src/domain/scopes.js';
 import type { Seeded } from './seed.js';
 

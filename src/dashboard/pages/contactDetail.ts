@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { attachLabel, deleteContact, detachLabel, getContact, updateContact, type ContactInput } from '../../domain/contacts/contacts.js';
+import { attachLabel, deleteContact, detachLabel, updateContact, type ContactInput } from '../../domain/contacts/contacts.js';
+import { getContact } from '../../domain/contacts/read.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
 import { html, type FieldErrors } from '../html.js';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { getContact } from '../../domain/contacts/contacts.js';
+import { getContact } from '../../domain/contacts/read.js';
 import { listContacts } from '../../domain/contacts/list.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { NotFoundError, ValidationError } from '../../domain/errors.js';

@@ -9,7 +9,8 @@ import { ConflictError, NotFoundError, ValidationError, type FieldError } from '
 import { newId, nowIso } from '../ids.js';
 import { requireScope } from '../scopes.js';
 import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
-import { CONTACT_COLUMNS, contactJson, toContactView, toContactViews, type ContactView } from './view.js';
+import { getContact } from './read.js';
+import { toContactView, toContactViews, type ContactView } from './view.js';
 
 export const SOURCE_TYPES = ['manual', 'import'] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
@@ -212,39 +213,6 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
     }
     throw error;
   }
-}
-
-// Values: 0 org, 1 contact id.
-const contactById = new PreparedQuery((db, slot) =>
-  db
-    .selectFrom('contacts')
-    .select(CONTACT_COLUMNS)
-    .where('contacts.org_id', '=', slot<string>(0))
-    .where('contacts.id', '=', slot<string>(1)),
-);
-
-const contactJsonById = new PreparedQuery((db, slot) =>
-  db
-    .selectFrom('contacts')
-    .select(contactJson(db).as('json'))
-    .where('contacts.org_id', '=', slot<string>(0))
-    .where('contacts.id', '=', slot<string>(1)),
-);
-
-/** getContact as JSON text made by the database in one statement (see contactJson): the API's read. */
-export async function getContactJson(ctx: Ctx, id: string): Promise<string> {
-  requireScope(ctx.actor, 'contacts:read');
-  const [row] = await contactJsonById.execute(ctx.db, [ctx.orgId, id]);
-  if (!row) throw new NotFoundError(`No contact ${id}.`);
-  return row.json;
-}
-
-export async function getContact(ctx: Ctx, id: string): Promise<ContactView> {
-  requireScope(ctx.actor, 'contacts:read');
-  const [row] = await contactById.execute(ctx.db, [ctx.orgId, id]);
-  if (!row) throw new NotFoundError(`No contact ${id}.`);
-  const [view] = await toContactViews(ctx.db, ctx.orgId, [row]);
-  return view!;
 }
 
 export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): Promise<ContactView> {
