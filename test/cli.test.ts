@@ -45,6 +45,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '005_list_indexes',
       '006_contact_label_order',
       '007_event_resource_order',
+      '008_drop_events_age',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

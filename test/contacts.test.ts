@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Ctx } from '../src/domain/context.js';
+import { listContacts } from '../src/domain/contacts/list.js';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 describe.each(DIALECTS)('contacts on %s', (dialect) => {
@@ -167,5 +169,44 @@ describe.each(DIALECTS)('contacts on %s', (dialect) => {
     const list = (await h.call(key, 'GET', '/api/v1/contacts?email=theirs@example.com')).json();
     expect(list.data).toEqual([]);
     expect((await h.call(otherKey, 'GET', `/api/v1/contacts/${theirs.id}`)).json().first_name).toBe('T');
+  });
+
+  it("filters by label and the dashboard's search together, in list order, page by page", async () => {
+    const own = await h.newOrg();
+    const ownKey = await own.key(['contacts:write']);
+    const label = (await h.call(ownKey, 'POST', '/api/v1/contacts/labels', { name: 'Press' })).json();
+    const made: { id: string; name: string; labelled: boolean }[] = [];
+    for (let i = 0; i < 12; i++) {
+      const name = i % 2 === 0 ? `Smith ${i}` : `Jones ${i}`;
+      const labelled = i % 3 !== 0;
+      const res = await h.call(ownKey, 'POST', '/api/v1/contacts', {
+        first_name: name,
+        email: `p${i}@example.com`,
+        ...(labelled ? { label_ids: [label.id] } : {}),
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      made.push({ id: res.json().id, name, labelled });
+    }
+    // Another organisation's matching contact with a label of its own never shows.
+    const otherKey = await (await h.newOrg()).key(['contacts:write']);
+    await h.call(otherKey, 'POST', '/api/v1/contacts', { first_name: 'Smith', email: 'smith@example.com' });
+    const ctx: Ctx = {
+      db: h.db.kysely,
+      orgId: own.orgId,
+      actor: { kind: 'user', userId: own.adminId, role: 'admin' },
+      requestId: 'test',
+      now: new Date(),
+    };
+    const seen: string[] = [];
+    let after: { createdAt: string; id: string } | null = null;
+    for (;;) {
+      const page = await listContacts(ctx, { limit: 2, after }, { labelId: label.id, search: 'SMITH' });
+      seen.push(...page.items.map((c) => c.id));
+      if (!page.hasMore) break;
+      const last = page.items[page.items.length - 1]!;
+      after = { createdAt: last.created_at, id: last.id };
+    }
+    expect(seen).toEqual(made.filter((c) => c.labelled && c.name.startsWith('Smith')).map((c) => c.id));
+    expect(seen).toHaveLength(4);
   });
 });

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Ctx } from '../src/domain/context.js';
 import { importContacts } from '../src/domain/contacts/import.js';
+import { purgeOldEvents } from '../src/domain/events/events.js';
 import { signedIn } from './helpers/browserSession.js';
 import { ALL_SCOPES, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
@@ -196,5 +197,31 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     } while (cursor);
     expect(added).toBeGreaterThan(6);
     expect(seen).toEqual(Array.from({ length: added }, (_, i) => `G${i}`));
+  });
+
+  it('purges events past the retention in every organisation, and only those', async () => {
+    const a = await setup();
+    const b = await setup();
+    const make = async (key: string, name: string) => {
+      const res = await h.call(key, 'POST', '/api/v1/contacts', { first_name: name, email: `${name}-${Date.now()}@example.com` });
+      expect(res.statusCode, res.body).toBe(201);
+    };
+    await make(a.key, 'old-a');
+    await make(b.key, 'old-b');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const cutoff = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await make(a.key, 'new-a');
+    await make(b.key, 'new-b');
+    // Retention of 1 day, run one day after the cutoff: what came before it goes, in both organisations.
+    const purged = await purgeOldEvents(h.db.kysely, new Date(cutoff + 86_400_000), 1);
+    expect(purged).toBeGreaterThanOrEqual(2);
+    for (const [org, name] of [
+      [a, 'new-a'],
+      [b, 'new-b'],
+    ] as const) {
+      const left = await org.events();
+      expect(left.map((e) => e.data.object.first_name)).toEqual([name]);
+    }
   });
 });

@@ -132,10 +132,10 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     ]);
   });
 
-  it('undoes 006 and 007 and applies them again', async () => {
+  it('undoes 006, 007 and 008 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);
     await migrateTo(db, '005_list_indexes');
-    expect(await migrateToLatest(db)).toEqual(['006_contact_label_order', '007_event_resource_order']);
+    expect(await migrateToLatest(db)).toEqual(['006_contact_label_order', '007_event_resource_order', '008_drop_events_age']);
   });
 });

@@ -121,7 +121,8 @@ const SAMPLE = 5000;
  * `count` contacts in one organisation, created_at ascending (two per millisecond, so ties are
  * broken by id as in real use), with 4 labels: contact i has i % 3 of the first 3. One group holding
  * the first 10,000 contacts, `count / 10` events (one in a thousand `file.uploaded`, a rare type;
- * the others `contact.created`) and 1,000 files (every tenth one ready).
+ * the others `contact.created`) and 1,000 files (every tenth one ready). Then 200 small other
+ * organisations (seedOtherOrgs).
  */
 export async function seed(writer: BulkWriter, orgId: string, count: number, deep: number): Promise<Seeded> {
   const start = Date.UTC(2020, 0, 1);
@@ -206,6 +207,7 @@ export async function seed(writer: BulkWriter, orgId: string, count: number, dee
       null,
     ]),
   );
+  await seedOtherOrgs(writer, at(count));
   const step = Math.max(1, Math.floor(count / SAMPLE));
   const sample = Array.from({ length: Math.min(SAMPLE, count) }, (_, k) => k * step);
   return {
@@ -216,4 +218,52 @@ export async function seed(writer: BulkWriter, orgId: string, count: number, dee
     deepRow: { id: ids[deep]!, createdAt: at(deep) },
     groupId,
   };
+}
+
+const OTHER_ORGS = 200;
+
+/**
+ * Other organisations beside the big one, each with 5 labels, 100 contacts (each with one label),
+ * 5 groups of 20 members and 50 events: the planner then knows that a table holds several
+ * organisations' rows, as in a real deployment, rather than seeing the big one own every row.
+ */
+async function seedOtherOrgs(writer: BulkWriter, at: string): Promise<void> {
+  const orgs = Array.from({ length: OTHER_ORGS }, () => newId('org'));
+  await writer.insert(
+    'orgs',
+    ['id', 'name', 'created_at'],
+    orgs.map((id, i) => [id, `Other ${i}`, at]),
+  );
+  const labels = orgs.map((org) => Array.from({ length: 5 }, (_, k) => [newId('lbl'), org, `Label ${k}`, `label ${k}`, at, at] as Value[]));
+  await writer.insert('labels', ['id', 'org_id', 'name', 'name_lower', 'created_at', 'updated_at'], labels.flat());
+  const contacts = orgs.map(() => Array.from({ length: 100 }, () => newId('con')));
+  await writer.insert(
+    'contacts',
+    [...CONTACT_INSERT_COLUMNS],
+    contacts.flatMap((ids, o) =>
+      ids.map((id, i) => {
+        const email = `other-${i}@org-${o}.example.com`;
+        return [id, orgs[o]!, `Other ${i}`, 'Contact', email, email, null, null, null, 'import', at, at];
+      }),
+    ),
+  );
+  await writer.insert(
+    'contact_labels',
+    ['org_id', 'contact_id', 'label_id', 'created_at', 'contact_created_at'],
+    contacts.flatMap((ids, o) => ids.map((id, i) => [orgs[o]!, id, labels[o]![i % 5]![0]!, at, at])),
+  );
+  const groups = orgs.map((org) => Array.from({ length: 5 }, (_, k) => [newId('grp'), org, `Group ${k}`, null, at, at] as Value[]));
+  await writer.insert('groups', ['id', 'org_id', 'name', 'description', 'created_at', 'updated_at'], groups.flat());
+  await writer.insert(
+    'group_members',
+    ['org_id', 'group_id', 'contact_id', 'added_at'],
+    groups.flatMap((list, o) =>
+      list.flatMap((group, k) => contacts[o]!.slice(k * 20, k * 20 + 20).map((id) => [orgs[o]!, group[0]!, id, at])),
+    ),
+  );
+  await writer.insert(
+    'events',
+    ['id', 'org_id', 'type', 'resource', 'data', 'created_at'],
+    orgs.flatMap((org) => Array.from({ length: 50 }, () => [newId('evt'), org, 'contact.created', 'contact', '{"object":{}}', at])),
+  );
 }

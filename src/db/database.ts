@@ -19,6 +19,7 @@ import * as eventsWebhooks from './migrations/004_events_webhooks.js';
 import * as listIndexes from './migrations/005_list_indexes.js';
 import * as contactLabelOrder from './migrations/006_contact_label_order.js';
 import * as eventResourceOrder from './migrations/007_event_resource_order.js';
+import * as dropEventsAge from './migrations/008_drop_events_age.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -169,6 +170,7 @@ const migrations: Record<string, Migration> = {
   '005_list_indexes': listIndexes,
   '006_contact_label_order': contactLabelOrder,
   '007_event_resource_order': eventResourceOrder,
+  '008_drop_events_age': dropEventsAge,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -1,4 +1,4 @@
-import { sql, type SqlBool } from 'kysely';
+import { PostgresAdapter, sql, type SqlBool } from 'kysely';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { Ctx } from '../context.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
@@ -43,14 +43,30 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, 
     // contact_id) index from the position on, each joined to its contact: a rare or unused label
     // reads a few index entries, not the organisation's contacts. The links carry their contact's
     // created_at, so the order and the cursor are those of the unfiltered list.
-    let query = db
-      .selectFrom('contact_labels')
-      .innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id')
+    const links = db.selectFrom('contact_labels');
+    const lateral = search && db.getExecutor().adapter instanceof PostgresAdapter;
+    let query = lateral
+      ? // With the search box, PostgreSQL guesses the LIKE rare and reads every contact of the
+        // organisation to sort the few it expects: a lateral subquery that cannot be pulled up
+        // (OFFSET) keeps the label's links driving, in list order, each contact checked by key.
+        links.innerJoinLateral(
+          (eb) =>
+            eb
+              .selectFrom('contacts')
+              .selectAll()
+              .whereRef('contacts.id', '=', 'contact_labels.contact_id')
+              .where('contacts.org_id', '=', slot<string>(0))
+              .where(matching(slot<string>(3)))
+              .offset(0)
+              .as('contacts'),
+          (join) => join.onTrue(),
+        )
+      : links.innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id').where('contacts.org_id', '=', slot<string>(0));
+    query = query
       .select(columns)
       .where('contact_labels.label_id', '=', slot<string>(2))
-      .where('contact_labels.org_id', '=', slot<string>(0))
-      .where('contacts.org_id', '=', slot<string>(0));
-    if (search) query = query.where(matching(slot<string>(3)));
+      .where('contact_labels.org_id', '=', slot<string>(0));
+    if (search && !lateral) query = query.where(matching(slot<string>(3)));
     if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
   }
@@ -70,6 +86,9 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, 
   }
   if (search) query = query.where(matching(slot<string>(3)));
   if (after) query = query.where(afterPosition('contacts', position));
+  // An email names at most one contact (unique in the organisation): nothing to order, and
+  // PostgreSQL would otherwise add a sort step over the unique index's one row.
+  if (email) return query.limit(slot<number>(6));
   return query.orderBy('contacts.created_at').orderBy('contacts.id').limit(slot<number>(6));
 });
 

@@ -84,9 +84,18 @@ export async function getEvent(ctx: Ctx, id: string): Promise<EventView> {
   return toEventView(row);
 }
 
-/** Deletes events older than the retention period (their webhook deliveries: purgeOldDeliveries). */
+/**
+ * Deletes events older than the retention period (their webhook deliveries: purgeOldDeliveries),
+ * one organisation at a time: each delete is a range of the list's own (org_id, created_at, id)
+ * index. An index on created_at alone (dropped by migration 008) let PostgreSQL serve an
+ * organisation's list from it, filtering out other organisations and sorting ties.
+ */
 export async function purgeOldEvents(db: Ctx['db'], now: Date, retentionDays: number): Promise<number> {
   const cutoff = new Date(now.getTime() - retentionDays * 24 * 60 * 60 * 1000).toISOString();
-  const result = await db.deleteFrom('events').where('created_at', '<', cutoff).executeTakeFirst();
-  return Number(result.numDeletedRows);
+  let deleted = 0;
+  for (const org of await db.selectFrom('orgs').select('id').execute()) {
+    const result = await db.deleteFrom('events').where('org_id', '=', org.id).where('created_at', '<', cutoff).executeTakeFirst();
+    deleted += Number(result.numDeletedRows);
+  }
+  return deleted;
 }
