@@ -5,6 +5,7 @@ import { migrateToLatest, openDatabase, type Db } from './db/database.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
 import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
+import { openRevocationGuard } from './infra/choose.js';
 import { startServer } from './server.js';
 import { webhookCommand } from './cli/webhooks.js';
 
@@ -36,17 +37,15 @@ function required(options: Options, name: string): string {
 
 async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  // Servers over PostgreSQL with REDIS_URL cache verified keys and hear of revocations through
-  // Redis: a revocation made here is published there too (on SQLite they see the file change).
-  const feed =
-    config.redisUrl && db.dialect === 'postgres'
-      ? await (await import('./infra/keyCache/redisRevocationFeed.js')).RedisRevocationFeed.connect(config.redisUrl, { subscribe: false })
-      : null;
+  // Servers over PostgreSQL cache verified keys and hear of revocations through Redis (REDIS_URL)
+  // or PostgreSQL's NOTIFY: a revocation made here is published there too (on SQLite they see
+  // the file change).
+  const feed = db.dialect === 'postgres' ? await openRevocationGuard(config, db, { listen: false }) : null;
   try {
     await migrateToLatest(db);
     return await run(db);
   } finally {
-    await feed?.close();
+    await feed?.close?.();
     await db.close();
   }
 }

@@ -3,12 +3,16 @@ import { createClient } from '@redis/client';
 import { randomBase62 } from '../src/domain/ids.js';
 import { VerifiedKeyCache, type CachedKey } from '../src/domain/apiKeys/keyCache.js';
 import { REVOCATION_CHANNEL, RedisRevocationFeed } from '../src/infra/keyCache/redisRevocationFeed.js';
+import { APPLICATION_NAME, PG_REVOCATION_CHANNEL, PostgresRevocationFeed } from '../src/infra/keyCache/postgresRevocationFeed.js';
+import { keysRevoked } from '../src/domain/apiKeys/keyCache.js';
+import { openDatabase, type Db } from '../src/db/database.js';
+import pg from 'pg';
 import { cli, freePort, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
 
 // Verified keys are cached in each server process (domain/apiKeys/keyCache.ts). These tests prove
 // with real processes that a revocation made by another process (the operator CLI) is in force
-// on the very next request: on SQLite through the file's data_version, on PostgreSQL with Redis
-// through the revocation feed, and that PostgreSQL without Redis has no cache to go stale.
+// on the very next request: on SQLite through the file's data_version, on PostgreSQL through the
+// revocation feed of Redis (REDIS_URL) or, without Redis, of PostgreSQL's LISTEN/NOTIFY.
 
 const REDIS = process.env.TEST_REDIS_URL;
 const PG = process.env.TEST_DATABASE_URL;
@@ -22,7 +26,7 @@ interface Setup {
 const SETUPS: Setup[] = [
   { name: 'SQLite', dialect: 'sqlite', redis: false, instances: 1 },
   ...(PG && REDIS ? [{ name: 'PostgreSQL + Redis, two instances', dialect: 'postgres' as const, redis: true, instances: 2 }] : []),
-  ...(PG ? [{ name: 'PostgreSQL without Redis', dialect: 'postgres' as const, redis: false, instances: 1 }] : []),
+  ...(PG ? [{ name: 'PostgreSQL without Redis, two instances', dialect: 'postgres' as const, redis: false, instances: 2 }] : []),
 ];
 
 describe.each(SETUPS)('a key revoked by another process on $name', (setup) => {
@@ -159,5 +163,69 @@ describe.skipIf(!REDIS)('the Redis revocation feed', () => {
     expect(cacheA.lookup('h3')?.id).toBe('k3');
     await publishElsewhere();
     await expect.poll(() => cacheA.lookup('h3')).toBeUndefined();
+  });
+});
+
+describe.skipIf(!PG)('the PostgreSQL revocation feed', () => {
+  const key = (id: string): CachedKey => ({ id, orgId: 'org_x', scopes: new Set(), lastUsedAt: null, expiresAt: null });
+  let db: Db;
+  let feed: PostgresRevocationFeed;
+  let cache: VerifiedKeyCache;
+  const sendElsewhere = async (text: string) => {
+    const other = new pg.Client({ connectionString: PG! });
+    await other.connect();
+    try {
+      await other.query(text);
+    } finally {
+      await other.end();
+    }
+  };
+
+  beforeAll(async () => {
+    db = openDatabase({ databaseUrl: PG!, dataDir: ':memory:', poolSize: 1 });
+    feed = await PostgresRevocationFeed.connect(db.kysely, PG!);
+    cache = new VerifiedKeyCache(feed);
+  });
+  afterAll(async () => {
+    await cache.close();
+    await db.close();
+  });
+
+  it('empties a cache when another process notifies a revocation', async () => {
+    cache.store('h1', key('k1'), cache.generation);
+    expect(cache.lookup('h1')?.id).toBe('k1');
+    await sendElsewhere(`select pg_notify('${PG_REVOCATION_CHANNEL}', '1')`);
+    await expect.poll(() => cache.lookup('h1')).toBeUndefined();
+  });
+
+  it("notifies this process's revocations to the others", async () => {
+    const listener = new pg.Client({ connectionString: PG! });
+    await listener.connect();
+    try {
+      const heard = new Promise((resolve) => listener.on('notification', resolve));
+      await listener.query(`listen ${PG_REVOCATION_CHANNEL}`);
+      await keysRevoked(); // resolves once the NOTIFY is sent
+      await expect(heard).resolves.toMatchObject({ channel: PG_REVOCATION_CHANNEL });
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('does not trust the cache while its connection is down, and empties it when it listens again', async () => {
+    cache.store('h2', key('k2'), cache.generation);
+    expect(cache.lookup('h2')?.id).toBe('k2');
+    // Cut the listening connection, as a PostgreSQL restart or a network drop would.
+    await sendElsewhere(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = '${APPLICATION_NAME}'`);
+    await expect.poll(() => feed.usable(cache)).toBe(false);
+    expect(cache.lookup('h2')).toBeUndefined();
+    cache.store('h3', key('k3'), cache.generation); // refused while down
+    // Back (the feed reconnects and listens): usable again, but it started over.
+    await expect.poll(() => feed.usable(cache), { timeout: 10_000 }).toBe(true);
+    expect(cache.lookup('h2')).toBeUndefined();
+    expect(cache.lookup('h3')).toBeUndefined();
+    cache.store('h4', key('k4'), cache.generation);
+    expect(cache.lookup('h4')?.id).toBe('k4');
+    await sendElsewhere(`select pg_notify('${PG_REVOCATION_CHANNEL}', '1')`);
+    await expect.poll(() => cache.lookup('h4')).toBeUndefined();
   });
 });

@@ -7,7 +7,7 @@ import type { RateLimiter, RateLimitSettings } from './rateLimit/rateLimiter.js'
 import { MemorySignInThrottle } from './signInThrottle/memorySignInThrottle.js';
 import type { SignInThrottle } from './signInThrottle/signInThrottle.js';
 import type { Db } from '../db/database.js';
-import { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
+import { VerifiedKeyCache, type KeyCacheGuard } from '../domain/apiKeys/keyCache.js';
 import { sqliteDataVersionGuard } from './keyCache/sqliteGuard.js';
 
 /*
@@ -40,12 +40,20 @@ export async function openBlobStore(config: Config): Promise<BlobStore> {
 
 /**
  * Verified API keys are cached where a revocation anywhere reaches the cache at once (see
- * domain/apiKeys/keyCache.ts): on SQLite, and on PostgreSQL with REDIS_URL (the revocation feed).
- * PostgreSQL without Redis has no cache: another process's revocation could not reach it.
+ * domain/apiKeys/keyCache.ts): on SQLite through the file's data_version, on PostgreSQL through
+ * the revocation feed of Redis when REDIS_URL is set, else of PostgreSQL's LISTEN/NOTIFY.
  */
-export async function openKeyCache(config: Config, db: Db): Promise<VerifiedKeyCache | undefined> {
-  if (db.dialect === 'sqlite') return new VerifiedKeyCache(sqliteDataVersionGuard(db.kysely));
-  if (!config.redisUrl) return undefined;
-  const { RedisRevocationFeed } = await import('./keyCache/redisRevocationFeed.js');
-  return new VerifiedKeyCache(await RedisRevocationFeed.connect(config.redisUrl));
+export async function openKeyCache(config: Config, db: Db): Promise<VerifiedKeyCache> {
+  return new VerifiedKeyCache(await openRevocationGuard(config, db));
+}
+
+/** What tells this process of other processes' revocations; `listen: false` only tells them (the CLI). */
+export async function openRevocationGuard(config: Config, db: Db, options: { listen?: boolean } = {}): Promise<KeyCacheGuard> {
+  if (db.dialect === 'sqlite') return sqliteDataVersionGuard(db.kysely);
+  if (config.redisUrl) {
+    const { RedisRevocationFeed } = await import('./keyCache/redisRevocationFeed.js');
+    return RedisRevocationFeed.connect(config.redisUrl, { subscribe: options.listen });
+  }
+  const { PostgresRevocationFeed } = await import('./keyCache/postgresRevocationFeed.js');
+  return PostgresRevocationFeed.connect(db.kysely, config.databaseUrl!, options);
 }
