@@ -228,4 +228,20 @@ describe.skipIf(!PG)('the PostgreSQL revocation feed', () => {
     await sendElsewhere(`select pg_notify('${PG_REVOCATION_CHANNEL}', '1')`);
     await expect.poll(() => cache.lookup('h4')).toBeUndefined();
   });
+
+  it('never uses the cache when its connection does not hear what the pool sends', async () => {
+    // Listening on another database than the one revocations are sent through (NOTIFY is per
+    // database), as a LISTEN behind PgBouncer in transaction mode would: its echo never comes.
+    const elsewhere = new URL(PG!);
+    elsewhere.pathname = '/postgres';
+    const deaf = await PostgresRevocationFeed.connect(db.kysely, elsewhere.toString());
+    const deafCache = new VerifiedKeyCache(deaf);
+    try {
+      expect(deaf.usable(deafCache)).toBe(false);
+      deafCache.store('h5', key('k5'), deafCache.generation);
+      expect(deafCache.lookup('h5')).toBeUndefined();
+    } finally {
+      await deafCache.close();
+    }
+  });
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../../db/schema.js';
@@ -8,8 +9,12 @@ export const PG_REVOCATION_CHANNEL = 'orgdata_keys_revoked';
 
 /** The listening connection's name in pg_stat_activity. */
 export const APPLICATION_NAME = 'orgdata revocation feed';
-/** How often the listening connection is checked with a query (a dead peer may not close it). */
+/** What a revocation sends; an echo (see echo) starts with ECHO and is no revocation. */
+const REVOKED = '1';
+const ECHO = 'echo:';
+/** How often the listening connection proves it still hears (a dead peer may not close it). */
 const CHECK_MS = 5000;
+const ECHO_TIMEOUT_MS = 3000;
 /** A first reconnection after this long, doubling up to RETRY_MAX_MS. */
 const RETRY_MS = 250;
 const RETRY_MAX_MS = 5000;
@@ -22,8 +27,8 @@ const RETRY_MAX_MS = 5000;
  * cache. Written here because no library keeps a LISTEN connection for us. Like the Redis
  * feed, it trusts the cache only while the connection listens: when it fails the cache is
  * emptied and not used until a new connection listens again (a notification may have been missed
- * meanwhile, so the cache is emptied again then). A query every few seconds notices a connection
- * that died without closing.
+ * meanwhile, so the cache is emptied again then). The connection must also prove, on connecting
+ * and every few seconds, that it hears a NOTIFY sent through the pool (echo).
  */
 export class PostgresRevocationFeed implements KeyCacheGuard {
   private readonly caches = new Set<VerifiedKeyCache>();
@@ -35,23 +40,60 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
   private readonly check: NodeJS.Timeout;
   private readonly stopPublishing: () => void;
 
+  /** The echo each listening connection waits for (see echo). */
+  private readonly pending = new Map<string, () => void>();
+
   private constructor(
-    db: Kysely<Database>,
+    private readonly db: Kysely<Database>,
     private readonly connectionString: string,
   ) {
     this.stopPublishing = onKeysRevoked(async () => {
-      await sql`select pg_notify(${PG_REVOCATION_CHANNEL}, '1')`.execute(db);
+      await sql`select pg_notify(${PG_REVOCATION_CHANNEL}, ${REVOKED})`.execute(db);
     });
     this.check = setInterval(() => {
       const client = this.client;
-      if (client && this.listening) client.query('select 1').catch(() => this.lost(client));
+      if (client && this.listening) this.echo(client).catch(() => this.lost(client));
     }, CHECK_MS);
     this.check.unref();
   }
 
   /**
+   * Sends a NOTIFY through the pool, as a revocation is sent, and waits for `client` to receive it:
+   * proof that this connection hears what other sessions send. A connection that listens but is not
+   * told (behind PgBouncer in transaction mode, a LISTEN lands on a server connection the client
+   * does not keep) fails here, and the cache is not used. Done on connecting and every CHECK_MS,
+   * which also notices a connection that died without closing.
+   */
+  private async echo(client: pg.Client): Promise<void> {
+    const payload = `${ECHO}${randomUUID()}`;
+    let timer: NodeJS.Timeout | undefined;
+    const heard = new Promise<void>((resolve, reject) => {
+      this.pending.set(payload, resolve);
+      timer = setTimeout(() => reject(new Error('the revocation feed did not hear its own NOTIFY')), ECHO_TIMEOUT_MS);
+      timer.unref();
+    });
+    heard.catch(() => {}); // it may time out while the NOTIFY is still waiting for the pool
+    try {
+      await sql`select pg_notify(${PG_REVOCATION_CHANNEL}, ${payload})`.execute(this.db);
+      await heard;
+    } finally {
+      clearTimeout(timer);
+      this.pending.delete(payload);
+    }
+    if (this.client !== client) throw new Error('the connection was replaced');
+  }
+
+  private notified(message: pg.Notification): void {
+    const echo = message.payload?.startsWith(ECHO) ? this.pending.get(message.payload) : undefined;
+    if (echo) echo();
+    // Another instance's echo is no revocation; anything else is (never miss one).
+    else if (!message.payload?.startsWith(ECHO)) this.invalidateAll();
+  }
+
+  /**
    * Publishes this process's revocations through `db`; with `listen` (the default) also connects
-   * to `connectionString` and listens, resolving once it does (a first failure is thrown).
+   * to `connectionString` and listens, resolving once it does or has failed a first time (then it
+   * tries again, and the cache is not used meanwhile).
    * `listen: false` is for a process that only revokes (the CLI).
    */
   static async connect(
@@ -61,12 +103,8 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
   ): Promise<PostgresRevocationFeed> {
     const feed = new PostgresRevocationFeed(db, connectionString);
     if (options.listen === false) return feed;
-    try {
-      await feed.listen();
-    } catch (error) {
-      await feed.close();
-      throw error;
-    }
+    // Not listening yet (PostgreSQL unreachable, or not echoing): no cache until it does.
+    await feed.listen().catch(() => feed.client && feed.lost(feed.client));
     return feed;
   }
 
@@ -75,9 +113,10 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
     this.client = client;
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
-    client.on('notification', () => this.invalidateAll());
+    client.on('notification', (message) => this.notified(message));
     await client.connect();
     await client.query(`listen ${PG_REVOCATION_CHANNEL}`);
+    await this.echo(client);
     if (this.client !== client || this.closed) return void client.end().catch(() => {});
     // Whatever was revoked while nobody listened: start over.
     this.invalidateAll();
