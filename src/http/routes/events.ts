@@ -3,7 +3,7 @@ import { getEvent, listEvents } from '../../domain/events/events.js';
 import { READ_SCOPES } from '../../domain/scopes.js';
 import type { ApiDeps } from '../api.js';
 import { ctxOf } from '../context.js';
-import { listEnvelope, pageRequest } from '../lists.js';
+import { listEnvelopeText, pageRequest, sendJsonText } from '../lists.js';
 import { Event, EventList, EventListQuery, EventParams } from '../schemas/events.js';
 import { responses } from '../schemas/responses.js';
 
@@ -22,12 +22,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db,
       querystring: EventListQuery,
       response: responses({ 200: EventList }),
     },
-    handler: async (request) => {
+    handler: async (request, reply) => {
       const ctx = ctxOf(request, db);
       const { type, created_after: createdAfter, created_before: createdBefore } = request.query;
       const filters = { type, created_after: createdAfter, created_before: createdBefore };
       const page = await listEvents(ctx, pageRequest(request, ctx, secret, request.query, filters), { type, createdAfter, createdBefore });
-      return listEnvelope(request, ctx, secret, page, filters);
+      return sendJsonText(reply, listEnvelopeText(request, ctx, secret, page, filters));
     },
   });
 
