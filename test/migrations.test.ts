@@ -1,32 +1,11 @@
 import type { Kysely } from 'kysely';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, migrator, openDatabase, type Db } from '../src/db/database.js';
+import { migrateToLatest, migrator, type Db } from '../src/db/database.js';
 import { listContacts } from '../src/domain/contacts/list.js';
-import { randomBase62 } from '../src/domain/ids.js';
-import { DIALECTS, type Dialect } from './helpers/harness.js';
+import { DIALECTS, freshDatabase, type Dialect } from './helpers/harness.js';
 
 /** An empty database of this dialect, no migration applied; dropped by the afterEach below. */
-async function emptyDatabase(dialect: Dialect): Promise<Db> {
-  if (dialect === 'sqlite') return openDatabase({ databaseUrl: null, dataDir: ':memory:' });
-  const url = process.env.TEST_DATABASE_URL!;
-  const schema = `t_${randomBase62(12).toLowerCase()}`;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  await client.query(`CREATE SCHEMA ${schema}`);
-  await client.end();
-  const db = openDatabase({ databaseUrl: url, dataDir: ':memory:', pgSchema: schema });
-  return {
-    ...db,
-    close: async () => {
-      await db.close();
-      const dropper = new pg.Client({ connectionString: url });
-      await dropper.connect();
-      await dropper.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await dropper.end();
-    },
-  };
-}
+const emptyDatabase = (dialect: Dialect): Promise<Db> => freshDatabase(dialect, undefined, { migrate: false });
 
 async function migrateTo(db: Db, name: string): Promise<void> {
   const { error } = await migrator(db).migrateTo(name);

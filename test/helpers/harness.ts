@@ -29,11 +29,14 @@ export const SECRET = 'test-secret-key-that-is-at-least-32-characters';
 export async function freshDatabase(
   dialect: Dialect,
   shared?: { schema: string },
-  pool: Pick<DatabaseOptions, 'poolSize' | 'statementTimeoutMs'> = {},
+  options: Pick<DatabaseOptions, 'poolSize' | 'statementTimeoutMs'> & {
+    /** Apply the migrations (default true). */ migrate?: boolean;
+  } = {},
 ): Promise<Db & { schema: string | null }> {
+  const { migrate = true, ...pool } = options;
   if (dialect === 'sqlite') {
     const db = openDatabase({ databaseUrl: null, dataDir: ':memory:' });
-    await migrateToLatest(db);
+    if (migrate) await migrateToLatest(db);
     return { ...db, schema: null };
   }
   const url = process.env.TEST_DATABASE_URL!;
@@ -45,7 +48,7 @@ export async function freshDatabase(
     await client.end();
   }
   const db = openDatabase({ databaseUrl: url, dataDir: ':memory:', pgSchema: schema, ...pool });
-  if (!shared) await migrateToLatest(db);
+  if (!shared && migrate) await migrateToLatest(db);
   return {
     ...db,
     schema,
