@@ -3,7 +3,12 @@ import { createClient } from '@redis/client';
 import { randomBase62 } from '../src/domain/ids.js';
 import { VerifiedKeyCache, type CachedKey } from '../src/domain/apiKeys/keyCache.js';
 import { REVOCATION_CHANNEL, RedisRevocationFeed } from '../src/infra/keyCache/redisRevocationFeed.js';
-import { APPLICATION_NAME, PG_REVOCATION_CHANNEL, PostgresRevocationFeed } from '../src/infra/keyCache/postgresRevocationFeed.js';
+import {
+  APPLICATION_NAME,
+  PG_REVOCATION_CHANNEL,
+  PostgresRevocationFeed,
+  publishRevocationsOnPostgres,
+} from '../src/infra/keyCache/postgresRevocationFeed.js';
 import { keysRevoked } from '../src/domain/apiKeys/keyCache.js';
 import { openDatabase, type Db } from '../src/db/database.js';
 import pg from 'pg';
@@ -157,7 +162,7 @@ describe.skipIf(!REDIS)('the Redis revocation feed', () => {
     }
     await expect.poll(() => cacheA.lookup('h2')).toBeUndefined();
     // Back (node-redis reconnects and resubscribes): usable again, but it started over.
-    await expect.poll(() => feedA.usable(cacheA), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => feedA.usable(), { timeout: 10_000 }).toBe(true);
     expect(cacheA.lookup('h2')).toBeUndefined();
     cacheA.store('h3', key('k3'), cacheA.generation);
     expect(cacheA.lookup('h3')?.id).toBe('k3');
@@ -191,6 +196,16 @@ describe.skipIf(!PG)('the PostgreSQL revocation feed', () => {
     await db.close();
   });
 
+  it('hears a revocation that comes before the first key is stored, and does not store a key read before it', async () => {
+    // A second cache on the same feed, never closed here (closing a cache closes its guard).
+    const fresh = new VerifiedKeyCache(feed);
+    const generation = fresh.generation; // a key read starts
+    await sendElsewhere(`select pg_notify('${PG_REVOCATION_CHANNEL}', '1')`);
+    await expect.poll(() => fresh.generation).toBeGreaterThan(generation);
+    fresh.store('h0', key('k0'), generation); // the read ends: what it saw may be revoked
+    expect(fresh.lookup('h0')).toBeUndefined();
+  });
+
   it('empties a cache when another process notifies a revocation', async () => {
     cache.store('h1', key('k1'), cache.generation);
     expect(cache.lookup('h1')?.id).toBe('k1');
@@ -201,12 +216,14 @@ describe.skipIf(!PG)('the PostgreSQL revocation feed', () => {
   it("notifies this process's revocations to the others", async () => {
     const listener = new pg.Client({ connectionString: PG! });
     await listener.connect();
+    const stop = publishRevocationsOnPostgres(db.kysely);
     try {
       const heard = new Promise((resolve) => listener.on('notification', resolve));
       await listener.query(`listen ${PG_REVOCATION_CHANNEL}`);
       await keysRevoked(); // resolves once the NOTIFY is sent
-      await expect(heard).resolves.toMatchObject({ channel: PG_REVOCATION_CHANNEL });
+      await expect(heard).resolves.toMatchObject({ channel: PG_REVOCATION_CHANNEL, payload: '1' });
     } finally {
+      stop();
       await listener.end();
     }
   });
@@ -216,11 +233,11 @@ describe.skipIf(!PG)('the PostgreSQL revocation feed', () => {
     expect(cache.lookup('h2')?.id).toBe('k2');
     // Cut the listening connection, as a PostgreSQL restart or a network drop would.
     await sendElsewhere(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = '${APPLICATION_NAME}'`);
-    await expect.poll(() => feed.usable(cache)).toBe(false);
+    await expect.poll(() => feed.usable()).toBe(false);
     expect(cache.lookup('h2')).toBeUndefined();
     cache.store('h3', key('k3'), cache.generation); // refused while down
     // Back (the feed reconnects and listens): usable again, but it started over.
-    await expect.poll(() => feed.usable(cache), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => feed.usable(), { timeout: 10_000 }).toBe(true);
     expect(cache.lookup('h2')).toBeUndefined();
     expect(cache.lookup('h3')).toBeUndefined();
     cache.store('h4', key('k4'), cache.generation);
@@ -237,11 +254,24 @@ describe.skipIf(!PG)('the PostgreSQL revocation feed', () => {
     const deaf = await PostgresRevocationFeed.connect(db.kysely, elsewhere.toString());
     const deafCache = new VerifiedKeyCache(deaf);
     try {
-      expect(deaf.usable(deafCache)).toBe(false);
+      expect(deaf.usable()).toBe(false);
       deafCache.store('h5', key('k5'), deafCache.generation);
       expect(deafCache.lookup('h5')).toBeUndefined();
     } finally {
       await deafCache.close();
     }
+  });
+});
+
+describe('the key cache', () => {
+  const key = (id: string): CachedKey => ({ id, orgId: 'org_x', scopes: new Set(), lastUsedAt: null, expiresAt: null });
+
+  it('reads a key again once it has been cached for maxAgeMs, whatever the guard says', async () => {
+    const cache = new VerifiedKeyCache({ usable: () => true }, 10, 50);
+    cache.store('h', key('k'), cache.generation);
+    expect(cache.lookup('h')?.id).toBe('k');
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(cache.lookup('h')).toBeUndefined();
+    await cache.close();
   });
 });

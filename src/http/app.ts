@@ -48,7 +48,7 @@ export interface AppDeps {
   /**
    * Verified API keys in memory (see domain/apiKeys/keyCache.ts); null for none. By default, on
    * SQLite, one guarded by the file's data_version; on PostgreSQL, none (the server passes one
-   * fed by Redis when REDIS_URL is set).
+   * fed by Redis or by PostgreSQL's LISTEN/NOTIFY, see infra/choose.ts openKeyCache).
    */
   keyCache?: VerifiedKeyCache | null;
 }

@@ -47,13 +47,31 @@ export async function openKeyCache(config: Config, db: Db): Promise<VerifiedKeyC
   return new VerifiedKeyCache(await openRevocationGuard(config, db));
 }
 
-/** What tells this process of other processes' revocations; `listen: false` only tells them (the CLI). */
+/**
+ * What tells this process of other processes' revocations, and tells them of its own. On
+ * PostgreSQL every revocation is sent as a NOTIFY, and through Redis too with REDIS_URL: a server
+ * hears Redis when it has REDIS_URL, else the NOTIFY, so a CLI or server configured apart from
+ * the others still reaches them. `listen: false` only tells (the CLI).
+ */
 export async function openRevocationGuard(config: Config, db: Db, options: { listen?: boolean } = {}): Promise<KeyCacheGuard> {
   if (db.dialect === 'sqlite') return sqliteDataVersionGuard(db.kysely);
+  const { publishRevocationsOnPostgres, PostgresRevocationFeed } = await import('./keyCache/postgresRevocationFeed.js');
+  const stopNotifying = publishRevocationsOnPostgres(db.kysely);
+  let guard: KeyCacheGuard;
   if (config.redisUrl) {
     const { RedisRevocationFeed } = await import('./keyCache/redisRevocationFeed.js');
-    return RedisRevocationFeed.connect(config.redisUrl, { subscribe: options.listen });
+    guard = await RedisRevocationFeed.connect(config.redisUrl, { subscribe: options.listen });
+  } else if (options.listen === false) {
+    guard = { usable: () => false };
+  } else {
+    guard = await PostgresRevocationFeed.connect(db.kysely, config.databaseUrl!);
   }
-  const { PostgresRevocationFeed } = await import('./keyCache/postgresRevocationFeed.js');
-  return PostgresRevocationFeed.connect(db.kysely, config.databaseUrl!, options);
+  return {
+    register: (cache) => guard.register?.(cache),
+    usable: (cache) => guard.usable(cache),
+    close: async () => {
+      stopNotifying();
+      await guard.close?.();
+    },
+  };
 }

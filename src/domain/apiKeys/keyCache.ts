@@ -9,16 +9,18 @@ import type { AuthenticatedKey } from './apiKeys.js';
  *   transaction has committed);
  * - another process may have: the guard says so before every lookup. On SQLite the guard reads
  *   `PRAGMA data_version`, which changes when another connection (the operator CLI, a second
- *   process) commits to the file; with several instances over PostgreSQL it is the Redis
- *   revocation feed, which every revoking process publishes to and which refuses the cache while
- *   its subscription is down (and clears it when the subscription is back: messages may have
- *   been missed). Without a guard there is no cache (PostgreSQL without Redis).
+ *   process) commits to the file; on PostgreSQL it is the Redis revocation feed (REDIS_URL) or
+ *   PostgreSQL's LISTEN/NOTIFY (without Redis), which every revoking process publishes to and
+ *   which refuses the cache while its connection is down (and clears it when it is back:
+ *   messages may have been missed).
  *
  * Only keys that passed every check are kept (never a refusal), with their expiry checked again on
  * every use. A read that raced an invalidation is not kept: `generation` is taken before the read
  * and the entry is stored only if no invalidation happened meanwhile.
  */
 export interface KeyCacheGuard {
+  /** Called once by each cache it guards, when the cache is made: the caches it must empty. */
+  register?(cache: VerifiedKeyCache): void;
   /** Whether cached keys may be used now; may invalidate the cache first (it is given it). */
   usable(cache: VerifiedKeyCache): boolean;
   close?(): Promise<void>;
@@ -29,7 +31,7 @@ export interface CachedKey extends AuthenticatedKey {
 }
 
 export class VerifiedKeyCache {
-  private readonly entries = new Map<string, CachedKey>();
+  private readonly entries = new Map<string, { key: CachedKey; storedAt: number }>();
   private currentGeneration = 0;
   private readonly unsubscribe: () => void;
 
@@ -37,8 +39,15 @@ export class VerifiedKeyCache {
     private readonly guard: KeyCacheGuard,
     /** Past this many keys the cache starts over (a bound on memory, not an eviction policy). */
     private readonly maxEntries = 10_000,
+    /**
+     * A key is read again this long after it was verified: a backstop for a revocation whose
+     * message was lost after its commit (the publish failed), never the way revocation works.
+     */
+    private readonly maxAgeMs = 60_000,
   ) {
     this.unsubscribe = onKeysRevoked(() => this.invalidate());
+    // Before any key is read: a revocation heard before the first store must still empty it.
+    guard.register?.(this);
   }
 
   get generation(): number {
@@ -48,7 +57,13 @@ export class VerifiedKeyCache {
   /** The verified key presented as `presented`, if it is cached and the cache may be trusted now. */
   lookup(presented: string): CachedKey | undefined {
     if (this.entries.size === 0 || !this.guard.usable(this)) return undefined;
-    return this.entries.get(presented);
+    const entry = this.entries.get(presented);
+    if (entry === undefined) return undefined;
+    if (Date.now() - entry.storedAt > this.maxAgeMs) {
+      this.entries.delete(presented);
+      return undefined;
+    }
+    return entry.key;
   }
 
   /** Keeps a key verified by a read that started at `generation`, unless the cache was cleared since. */
@@ -56,7 +71,7 @@ export class VerifiedKeyCache {
     // The guard may invalidate (a change by another process): check the generation after it.
     if (!this.guard.usable(this) || generation !== this.currentGeneration) return;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(presented, key);
+    this.entries.set(presented, { key, storedAt: Date.now() });
   }
 
   invalidate(): void {

@@ -12,23 +12,39 @@ export const APPLICATION_NAME = 'orgdata revocation feed';
 /** What a revocation sends; an echo (see echo) starts with ECHO and is no revocation. */
 const REVOKED = '1';
 const ECHO = 'echo:';
-/** How often the listening connection proves it still hears (a dead peer may not close it). */
-const CHECK_MS = 5000;
+/** How often the listening connection must answer a query on itself, and how soon. */
+const CHECK_MS = 2000;
+const CHECK_TIMEOUT_MS = 2000;
+/** How soon a connecting listener must hear the NOTIFY it sent through the pool. */
 const ECHO_TIMEOUT_MS = 3000;
 /** A first reconnection after this long, doubling up to RETRY_MAX_MS. */
 const RETRY_MS = 250;
 const RETRY_MAX_MS = 5000;
 
 /**
- * Revocations across processes through PostgreSQL's LISTEN/NOTIFY, when there is no Redis (one
- * instance and the operator CLI, or several): every revocation made in this process is sent as a
- * NOTIFY (awaited, so the revoking request answers only once it is sent), and one connection of
- * the feed's own, held outside the pool, LISTENs: each notification empties this process's key
- * cache. Written here because no library keeps a LISTEN connection for us. Like the Redis
- * feed, it trusts the cache only while the connection listens: when it fails the cache is
- * emptied and not used until a new connection listens again (a notification may have been missed
- * meanwhile, so the cache is emptied again then). The connection must also prove, on connecting
- * and every few seconds, that it hears a NOTIFY sent through the pool (echo).
+ * Sends every revocation this process makes to the other processes on the database as a NOTIFY,
+ * awaited, so that the revoking request answers only once it is sent. Every process on
+ * PostgreSQL does this, with or without Redis (a server without REDIS_URL hears only this).
+ * Returns the function that stops it.
+ */
+export function publishRevocationsOnPostgres(db: Kysely<Database>): () => void {
+  return onKeysRevoked(async () => {
+    await sql`select pg_notify(${PG_REVOCATION_CHANNEL}, ${REVOKED})`.execute(db);
+  });
+}
+
+/**
+ * The key cache's guard on PostgreSQL without Redis: one connection of its own, held outside the
+ * pool, LISTENs for every process's revocations (publishRevocationsOnPostgres), and each one
+ * empties this process's key cache. Written here rather than with a LISTEN library (pg-listen
+ * reconnects, but cannot say whether the connection hears at this moment, which the guard must).
+ * Like the Redis feed it trusts the cache only while the connection listens: when it fails the
+ * cache is emptied and not used until a new connection listens again, and emptied again then (a
+ * notification may have been missed meanwhile). A connecting listener must first hear a NOTIFY
+ * sent through the pool (echo): a LISTEN that is not told what other sessions send (behind
+ * PgBouncer in transaction mode it lands on a server connection the client does not keep) never
+ * makes the cache usable. Then a query on the connection every CHECK_MS notices one that died
+ * without closing.
  */
 export class PostgresRevocationFeed implements KeyCacheGuard {
   private readonly caches = new Set<VerifiedKeyCache>();
@@ -38,90 +54,69 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
   private retryMs = RETRY_MS;
   private retry: NodeJS.Timeout | null = null;
   private readonly check: NodeJS.Timeout;
-  private readonly stopPublishing: () => void;
-
-  /** The echo each listening connection waits for (see echo). */
+  /** The echoes connecting listeners wait for, by payload. */
   private readonly pending = new Map<string, () => void>();
 
   private constructor(
     private readonly db: Kysely<Database>,
     private readonly connectionString: string,
   ) {
-    this.stopPublishing = onKeysRevoked(async () => {
-      await sql`select pg_notify(${PG_REVOCATION_CHANNEL}, ${REVOKED})`.execute(db);
-    });
     this.check = setInterval(() => {
       const client = this.client;
-      if (client && this.listening) this.echo(client).catch(() => this.lost(client));
+      if (client && this.listening) withTimeout(client.query('select 1'), CHECK_TIMEOUT_MS).catch(() => this.lost(client));
     }, CHECK_MS);
     this.check.unref();
   }
 
   /**
-   * Sends a NOTIFY through the pool, as a revocation is sent, and waits for `client` to receive it:
-   * proof that this connection hears what other sessions send. A connection that listens but is not
-   * told (behind PgBouncer in transaction mode, a LISTEN lands on a server connection the client
-   * does not keep) fails here, and the cache is not used. Done on connecting and every CHECK_MS,
-   * which also notices a connection that died without closing.
+   * Connects to `connectionString` and listens; resolves once it does or has failed a first time
+   * (it then tries again, and the cache is not used meanwhile). `db` is the pool the echo is sent
+   * through.
    */
-  private async echo(client: pg.Client): Promise<void> {
-    const payload = `${ECHO}${randomUUID()}`;
-    let timer: NodeJS.Timeout | undefined;
-    const heard = new Promise<void>((resolve, reject) => {
-      this.pending.set(payload, resolve);
-      timer = setTimeout(() => reject(new Error('the revocation feed did not hear its own NOTIFY')), ECHO_TIMEOUT_MS);
-      timer.unref();
-    });
-    heard.catch(() => {}); // it may time out while the NOTIFY is still waiting for the pool
-    try {
-      await sql`select pg_notify(${PG_REVOCATION_CHANNEL}, ${payload})`.execute(this.db);
-      await heard;
-    } finally {
-      clearTimeout(timer);
-      this.pending.delete(payload);
-    }
-    if (this.client !== client) throw new Error('the connection was replaced');
-  }
-
-  private notified(message: pg.Notification): void {
-    const echo = message.payload?.startsWith(ECHO) ? this.pending.get(message.payload) : undefined;
-    if (echo) echo();
-    // Another instance's echo is no revocation; anything else is (never miss one).
-    else if (!message.payload?.startsWith(ECHO)) this.invalidateAll();
-  }
-
-  /**
-   * Publishes this process's revocations through `db`; with `listen` (the default) also connects
-   * to `connectionString` and listens, resolving once it does or has failed a first time (then it
-   * tries again, and the cache is not used meanwhile).
-   * `listen: false` is for a process that only revokes (the CLI).
-   */
-  static async connect(
-    db: Kysely<Database>,
-    connectionString: string,
-    options: { listen?: boolean } = {},
-  ): Promise<PostgresRevocationFeed> {
+  static async connect(db: Kysely<Database>, connectionString: string): Promise<PostgresRevocationFeed> {
     const feed = new PostgresRevocationFeed(db, connectionString);
-    if (options.listen === false) return feed;
-    // Not listening yet (PostgreSQL unreachable, or not echoing): no cache until it does.
-    await feed.listen().catch(() => feed.client && feed.lost(feed.client));
+    await feed.listen();
     return feed;
   }
 
+  /** Opens a listening connection; a failure is handed to lost(), never thrown. */
   private async listen(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString, keepAlive: true, application_name: APPLICATION_NAME });
     this.client = client;
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     client.on('notification', (message) => this.notified(message));
-    await client.connect();
-    await client.query(`listen ${PG_REVOCATION_CHANNEL}`);
-    await this.echo(client);
+    try {
+      await client.connect();
+      await client.query(`listen ${PG_REVOCATION_CHANNEL}`);
+      await this.echo();
+    } catch {
+      this.lost(client);
+      return;
+    }
     if (this.client !== client || this.closed) return void client.end().catch(() => {});
     // Whatever was revoked while nobody listened: start over.
     this.invalidateAll();
     this.listening = true;
     this.retryMs = RETRY_MS;
+  }
+
+  /** Sends a NOTIFY through the pool, as a revocation is sent, and waits to hear it. */
+  private async echo(): Promise<void> {
+    const payload = `${ECHO}${randomUUID()}`;
+    const heard = new Promise<void>((resolve) => this.pending.set(payload, resolve));
+    try {
+      await sql`select pg_notify(${PG_REVOCATION_CHANNEL}, ${payload})`.execute(this.db);
+      await withTimeout(heard, ECHO_TIMEOUT_MS);
+    } finally {
+      this.pending.delete(payload);
+    }
+  }
+
+  private notified(message: pg.Notification): void {
+    const payload = message.payload ?? '';
+    if (!payload.startsWith(ECHO)) this.invalidateAll();
+    else this.pending.get(payload)?.(); // an echo, maybe another instance's: no revocation
   }
 
   /** The connection `client` failed: distrust the cache and listen again on a new one. */
@@ -130,21 +125,23 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
     this.listening = false;
     this.client = null;
     this.invalidateAll();
+    // It tells nothing more; an error it may still raise must not go unhandled.
+    client.removeAllListeners('notification');
     client.end().catch(() => {});
     if (this.closed || this.retry) return;
     this.retry = setTimeout(() => {
       this.retry = null;
-      if (this.closed) return;
-      this.listen().catch(() => {
-        if (this.client) this.lost(this.client);
-      });
-      this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+      if (!this.closed) void this.listen();
     }, this.retryMs);
     this.retry.unref();
+    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
   }
 
-  usable(cache: VerifiedKeyCache): boolean {
+  register(cache: VerifiedKeyCache): void {
     this.caches.add(cache);
+  }
+
+  usable(): boolean {
     return this.listening;
   }
 
@@ -153,7 +150,6 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
   }
 
   async close(): Promise<void> {
-    this.stopPublishing();
     this.closed = true;
     this.listening = false;
     clearInterval(this.check);
@@ -162,4 +158,14 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
     this.client = null;
     await client?.end().catch(() => {});
   }
+}
+
+/** `promise`, or a rejection after `ms` (the timer does not keep the process alive). */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

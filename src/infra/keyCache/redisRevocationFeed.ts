@@ -41,8 +41,11 @@ export class RedisRevocationFeed implements KeyCacheGuard {
     return feed;
   }
 
-  usable(cache: VerifiedKeyCache): boolean {
+  register(cache: VerifiedKeyCache): void {
     this.caches.add(cache);
+  }
+
+  usable(): boolean {
     return this.subscriber.isReady;
   }
 
