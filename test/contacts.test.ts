@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Ctx } from '../src/domain/context.js';
 import { listContacts } from '../src/domain/contacts/list.js';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
@@ -190,13 +189,7 @@ describe.each(DIALECTS)('contacts on %s', (dialect) => {
     // Another organisation's matching contact with a label of its own never shows.
     const otherKey = await (await h.newOrg()).key(['contacts:write']);
     await h.call(otherKey, 'POST', '/api/v1/contacts', { first_name: 'Smith', email: 'smith@example.com' });
-    const ctx: Ctx = {
-      db: h.db.kysely,
-      orgId: own.orgId,
-      actor: { kind: 'user', userId: own.adminId, role: 'admin' },
-      requestId: 'test',
-      now: new Date(),
-    };
+    const ctx = own.adminCtx();
     const seen: string[] = [];
     let after: { createdAt: string; id: string } | null = null;
     for (;;) {

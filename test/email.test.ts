@@ -1,6 +1,5 @@
 import { domainToASCII } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Ctx } from '../src/domain/context.js';
 import { importContacts } from '../src/domain/contacts/import.js';
 import { isEmail, normaliseEmail } from '../src/domain/validation.js';
 import { signedIn } from './helpers/browserSession.js';
@@ -128,13 +127,7 @@ describe.each(DIALECTS)('internationalised contact emails on %s', (dialect) => {
     const list = async () =>
       (await h.call(oKey, 'GET', '/api/v1/contacts?limit=100')).json().data.map((c: { email: string }) => c.email) as string[];
     expect(await list()).toEqual(['form@exämple.com']);
-    const ctx: Ctx = {
-      db: h.db.kysely,
-      orgId: o.orgId,
-      actor: { kind: 'user', userId: o.adminId, role: 'admin' },
-      requestId: 'test',
-      now: new Date(),
-    };
+    const ctx = o.adminCtx();
     const csv =
       'first_name,email\nTaken,form@xn--exmple-cua.com\nNew,New@XN--BCHER-KVA.example\nTwice,new@bücher.EXAMPLE\nBad,b@xn--zz.com\n';
     const result = await importContacts(ctx, csv, { partial: true });

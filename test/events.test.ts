@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Ctx } from '../src/domain/context.js';
 import { importContacts } from '../src/domain/contacts/import.js';
 import { purgeOldEvents } from '../src/domain/events/events.js';
 import { signedIn } from './helpers/browserSession.js';
@@ -124,13 +123,7 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     const { org, events } = await setup();
     const user = await signedIn(h, org.adminEmail);
     expect((await user.post('/contacts', { first_name: 'Dash', email: 'dash@example.com' })).statusCode).toBe(303);
-    const ctx: Ctx = {
-      db: h.db.kysely,
-      orgId: org.orgId,
-      actor: { kind: 'user', userId: org.adminId, role: 'admin' },
-      requestId: 'test',
-      now: new Date(),
-    };
+    const ctx = org.adminCtx();
     const refused = await importContacts(ctx, 'first_name,email\nA,a@example.com\n,bad\n', { partial: false });
     expect(refused.written).toBe(false);
     const result = await importContacts(ctx, 'first_name,email\nA,a@example.com\nB,b@example.com\n', { partial: false });

@@ -38,13 +38,7 @@ describe.each(DIALECTS)('CSV import on %s', (dialect) => {
 
   async function setup(): Promise<{ org: Org; ctx: Ctx; count: () => Promise<number> }> {
     const org = await h.newOrg();
-    const ctx: Ctx = {
-      db: h.db.kysely,
-      orgId: org.orgId,
-      actor: { kind: 'user', userId: org.adminId, role: 'admin' },
-      requestId: 'test',
-      now: new Date(),
-    };
+    const ctx = org.adminCtx();
     const count = async () =>
       Number(
         (

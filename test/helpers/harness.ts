@@ -16,6 +16,7 @@ import { RedisRateLimiter } from '../../src/infra/rateLimit/redisRateLimiter.js'
 import { MemorySignInThrottle } from '../../src/infra/signInThrottle/memorySignInThrottle.js';
 import { RedisSignInThrottle } from '../../src/infra/signInThrottle/redisSignInThrottle.js';
 import { checkContract } from './contract.js';
+import type { Ctx } from '../../src/domain/context.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -83,6 +84,8 @@ export interface Org {
   adminEmail: string;
   /** Makes an API key with these scopes, created by the org's admin. */
   key(scopes: string[], options?: { expiresInDays?: number | null; userId?: string }): Promise<string>;
+  /** A context for calling domain functions directly as the org's admin, signed in. */
+  adminCtx(): Ctx;
 }
 
 export interface Harness {
@@ -148,6 +151,13 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
         orgId: org.id,
         adminId: user.id,
         adminEmail,
+        adminCtx: () => ({
+          db: db.kysely,
+          orgId: org.id,
+          actor: { kind: 'user', userId: user.id, role: 'admin' },
+          requestId: 'test',
+          now: new Date(),
+        }),
         async key(scopes, keyOptions = {}) {
           const created = await createApiKey(
             { db: db.kysely, orgId: org.id, userId: keyOptions.userId ?? user.id, now: new Date() },
