@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { attachLabel, deleteContact, detachLabel, updateContact, type ContactInput } from '../../domain/contacts/contacts.js';
+import { deleteContact, updateContact, type ContactInput } from '../../domain/contacts/contacts.js';
+import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContact } from '../../domain/contacts/read.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';

@@ -250,7 +250,7 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
 }
 
 /** Records `contact.updated` with what changed (nothing changed: no event) and returns the contact. */
-async function updated(trx: Kysely<Database>, ctx: Ctx, before: ContactView, after: ContactView): Promise<ContactView> {
+export async function updated(trx: Kysely<Database>, ctx: Ctx, before: ContactView, after: ContactView): Promise<ContactView> {
   const previous = previousAttributes(before, after);
   if (Object.keys(previous).length > 0) await recordEvent(trx, ctx, 'contact.updated', after, previous);
   return after;
@@ -266,50 +266,5 @@ export async function deleteContact(ctx: Ctx, id: string): Promise<{ object: 'co
     await trx.deleteFrom('contacts').where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
     await recordEvent(trx, ctx, 'contact.deleted', last);
     return { object: 'contact' as const, id, deleted: true as const };
-  });
-}
-
-async function requireLabel(db: Kysely<Database>, orgId: string, labelId: string): Promise<void> {
-  const label = await db.selectFrom('labels').select('id').where('org_id', '=', orgId).where('id', '=', labelId).executeTakeFirst();
-  if (!label) throw new NotFoundError(`No label ${labelId}.`);
-}
-
-/** Attaches a label (a no-op when it is already attached) and returns the contact. */
-export async function attachLabel(ctx: Ctx, contactId: string, labelId: string): Promise<ContactView> {
-  requireScope(ctx.actor, 'contacts:write');
-  const at = nowIso(ctx.now);
-  return inTransaction(ctx.db, async (trx) => {
-    const inTrx = { ...ctx, db: trx };
-    if (!(await lockRow(trx, 'contacts', ctx.orgId, contactId))) throw new NotFoundError(`No contact ${contactId}.`);
-    await requireLabel(trx, ctx.orgId, labelId);
-    const before = await getContact(inTrx, contactId);
-    const inserted = await trx
-      .insertInto('contact_labels')
-      .values({ org_id: ctx.orgId, contact_id: contactId, label_id: labelId, created_at: at, contact_created_at: before.created_at })
-      .onConflict((oc) => oc.columns(['contact_id', 'label_id']).doNothing())
-      .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return before;
-    await trx.updateTable('contacts').set({ updated_at: at }).where('id', '=', contactId).execute();
-    return updated(trx, ctx, before, await getContact(inTrx, contactId));
-  });
-}
-
-/** Detaches a label (a no-op when it is not attached) and returns the contact. */
-export async function detachLabel(ctx: Ctx, contactId: string, labelId: string): Promise<ContactView> {
-  requireScope(ctx.actor, 'contacts:write');
-  const at = nowIso(ctx.now);
-  return inTransaction(ctx.db, async (trx) => {
-    const inTrx = { ...ctx, db: trx };
-    if (!(await lockRow(trx, 'contacts', ctx.orgId, contactId))) throw new NotFoundError(`No contact ${contactId}.`);
-    await requireLabel(trx, ctx.orgId, labelId);
-    const before = await getContact(inTrx, contactId);
-    const removed = await trx
-      .deleteFrom('contact_labels')
-      .where('contact_id', '=', contactId)
-      .where('label_id', '=', labelId)
-      .executeTakeFirst();
-    if (Number(removed.numDeletedRows) === 0) return before;
-    await trx.updateTable('contacts').set({ updated_at: at }).where('id', '=', contactId).execute();
-    return updated(trx, ctx, before, await getContact(inTrx, contactId));
   });
 }

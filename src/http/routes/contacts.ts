@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { attachLabel, createContact, deleteContact, detachLabel, updateContact } from '../../domain/contacts/contacts.js';
+import { createContact, deleteContact, updateContact } from '../../domain/contacts/contacts.js';
+import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContactJson } from '../../domain/contacts/read.js';
 import { listContactsJson } from '../../domain/contacts/list.js';
 import type { ApiDeps } from '../api.js';
