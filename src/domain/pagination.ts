@@ -18,6 +18,13 @@ export interface Page<T> {
   hasMore: boolean;
 }
 
+/** A list item that is JSON text already, with the columns its list position needs (the API's lists send it as it is). */
+export interface JsonItem {
+  json: string;
+  id: string;
+  created_at: string;
+}
+
 /**
  * Rows strictly after `after` in (created_at, id) order. Because the order is by creation and the
  * position is a row's own values (not an offset), rows inserted during a walk never make an

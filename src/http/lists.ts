@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Ctx } from '../domain/context.js';
-import { decodeCursor, encodeCursor, type Page, type PageRequest } from '../domain/pagination.js';
+import { decodeCursor, encodeCursor, type JsonItem, type Page, type PageRequest } from '../domain/pagination.js';
 
 export interface ListQuery {
   limit?: number;
@@ -51,7 +51,7 @@ export function listEnvelopeText(
   request: FastifyRequest,
   ctx: Ctx,
   secret: string,
-  page: Page<{ json: string; id: string; created_at: string }>,
+  page: Page<JsonItem>,
   filters: Record<string, unknown> = {},
 ): string {
   const last = page.items[page.items.length - 1];

@@ -2,6 +2,7 @@ import { SqliteAdapter, sql, type Kysely, type RawBuilder, type Selectable } fro
 import type { ContactsTable, Database } from '../../db/schema.js';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { LabelView } from '../labels/labels.js';
+import type { JsonItem } from '../pagination.js';
 
 export interface ContactView {
   object: 'contact';
@@ -33,12 +34,8 @@ export const CONTACT_COLUMNS = [
   'contacts.updated_at',
 ] as const;
 
-/** A contact rendered as JSON text by the database, with the columns its list position needs. */
-export interface ContactJsonRow {
-  json: string;
-  id: string;
-  created_at: string;
-}
+/** A contact rendered as JSON text by the database (contactJson), with the columns its list position needs. */
+export type ContactJsonRow = JsonItem;
 
 /**
  * The contact of the current `contacts` row as JSON text, its labels (oldest first) included,

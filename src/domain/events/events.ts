@@ -1,28 +1,14 @@
-import type { Selectable } from 'kysely';
-import type { EventsTable } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { eventBody } from '../webhooks/message.js';
-import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { afterPosition, toPage, type JsonItem, type Page, type PageRequest } from '../pagination.js';
 import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventResource, type EventType } from './types.js';
-
-export interface EventView {
-  object: 'event';
-  id: string;
-  type: string;
-  created_at: string;
-  data: { object: Record<string, unknown>; previous_attributes?: Record<string, unknown> };
-}
 
 export interface EventFilters {
   /** An exact type or a prefix pattern such as `contact.*`. */
   type?: string;
   createdAfter?: string;
   createdBefore?: string;
-}
-
-export function toEventView(row: Pick<Selectable<EventsTable>, 'id' | 'type' | 'data' | 'created_at'>): EventView {
-  return { object: 'event', id: row.id, type: row.type, created_at: row.created_at, data: JSON.parse(row.data) as EventView['data'] };
 }
 
 const RESOURCE_COUNT = Object.keys(READ_SCOPE).length;
@@ -43,20 +29,13 @@ function instant(field: string, value: string): string {
   return date.toISOString();
 }
 
-/** An event as the JSON text the API sends (eventBody), with the columns its list position needs. */
-export interface EventJsonRow {
-  json: string;
-  id: string;
-  created_at: string;
-}
-
 /**
- * A page of events, each as JSON text built from the stored row without parsing `data` (it is
- * stored as the JSON it is sent as, and webhook deliveries send the same text): parsing it and
- * serializing it again through the response schema cost the server about a third of a
+ * A page of events, each as JSON text built from the stored row without parsing `data` (eventBody:
+ * it is stored as the JSON it is sent as, and webhook deliveries send the same text): parsing it
+ * and serializing it again through the response schema cost the server about a third of a
  * request's CPU (`npm run bench`, events-25).
  */
-export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilters = {}): Promise<Page<EventJsonRow>> {
+export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilters = {}): Promise<Page<JsonItem>> {
   const resources = visibleResources(ctx);
   let query = ctx.db.selectFrom('events').select(['id', 'type', 'data', 'created_at']).where('org_id', '=', ctx.orgId);
   const pattern = filters.type === undefined ? { prefix: '' } : parsePattern(filters.type);
@@ -84,7 +63,8 @@ export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilt
   return { items: items.map((row) => ({ json: eventBody(row), id: row.id, created_at: row.created_at })), hasMore };
 }
 
-export async function getEvent(ctx: Ctx, id: string): Promise<EventView> {
+/** One event as JSON text, as listEvents makes it. */
+export async function getEvent(ctx: Ctx, id: string): Promise<string> {
   const resources = visibleResources(ctx);
   const row = await ctx.db
     .selectFrom('events')
@@ -95,7 +75,7 @@ export async function getEvent(ctx: Ctx, id: string): Promise<EventView> {
     .executeTakeFirst();
   // An event of a resource the key cannot read is as absent as one of another organisation.
   if (!row) throw new NotFoundError(`No event ${id}.`);
-  return toEventView(row);
+  return eventBody(row);
 }
 
 /**

@@ -41,6 +41,6 @@ export const eventRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db,
       params: EventParams,
       response: responses({ 200: Event }, 404),
     },
-    handler: async (request) => getEvent(ctxOf(request, db), request.params.id),
+    handler: async (request, reply) => sendJsonText(reply, await getEvent(ctxOf(request, db), request.params.id)),
   });
 };
