@@ -40,13 +40,22 @@ async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T
   // Servers over PostgreSQL cache verified keys and hear of revocations through Redis (REDIS_URL)
   // or PostgreSQL's NOTIFY: a revocation made here is published there too (on SQLite they see
   // the file change).
-  const feed = db.dialect === 'postgres' ? await openRevocationGuard(config, db, { listen: false }) : null;
+  // A revocation that could not be published commits all the same; the operator is told.
+  const unpublished: string[] = [];
+  const onUnpublished = (error: unknown) => unpublished.push(error instanceof Error ? error.message : String(error));
+  const feed = db.dialect === 'postgres' ? await openRevocationGuard(config, db, { listen: false, onUnpublished }) : null;
   try {
     await migrateToLatest(db);
     return await run(db);
   } finally {
     await feed?.close?.();
     await db.close();
+    if (unpublished.length > 0) {
+      process.stderr.write(
+        `orgdata: warning: the revocation is saved, but could not be published through Redis (${unpublished[0]}). ` +
+          'Servers that cannot reach Redis do not use their key cache; one that still reaches it may accept the key for up to 60 s.\n',
+      );
+    }
   }
 }
 

@@ -11,6 +11,7 @@ import { purgeExpiredSessions } from './domain/sessions/sessions.js';
 import { purgeOldEvents } from './domain/events/events.js';
 import { openBlobStore, openKeyCache, openRateLimiter, openSignInThrottle } from './infra/choose.js';
 import { ShutdownState } from './http/shutdown.js';
+import { DependencyHealth } from './infra/health.js';
 import { deliveryWorkerFor } from './infra/webhooks/deliveryWorker.js';
 import { purgeOldDeliveries } from './domain/webhooks/outbox.js';
 
@@ -35,14 +36,18 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const migrations = openDatabase({ ...database, poolSize: 1 });
   await migrateToLatest(migrations).finally(() => migrations.close());
   const db = openDatabase({ ...database, poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs });
-  const rateLimiter = await openRateLimiter(config);
-  const signInThrottle = await openSignInThrottle(config);
-  const keyCache = await openKeyCache(config, db);
+  const health = new DependencyHealth();
+  const [rateLimiter, signInThrottle, keyCache] = await Promise.all([
+    openRateLimiter(config, health),
+    openSignInThrottle(config, health),
+    openKeyCache(config, db, health),
+  ]);
   const shutdown = new ShutdownState();
   const https =
     config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : null;
   const blobs = await openBlobStore(config);
-  const app = await buildApp({ config, db, rateLimiter, signInThrottle, blobs, https, shutdown, keyCache: keyCache ?? null });
+  const app = await buildApp({ config, db, rateLimiter, signInThrottle, blobs, https, shutdown, keyCache: keyCache ?? null, health });
+  health.log = app.log;
   // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused,
   // leftovers of interrupted uploads, and expired dashboard sessions.
   const housekeeping = () => {

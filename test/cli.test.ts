@@ -46,6 +46,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '006_contact_label_order',
       '007_event_resource_order',
       '008_drop_events_age',
+      '009_blob_purges',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -111,10 +111,15 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     ]);
   });
 
-  it('undoes 006, 007 and 008 and applies them again', async () => {
+  it('undoes 006 to 009 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);
     await migrateTo(db, '005_list_indexes');
-    expect(await migrateToLatest(db)).toEqual(['006_contact_label_order', '007_event_resource_order', '008_drop_events_age']);
+    expect(await migrateToLatest(db)).toEqual([
+      '006_contact_label_order',
+      '007_event_resource_order',
+      '008_drop_events_age',
+      '009_blob_purges',
+    ]);
   });
 });

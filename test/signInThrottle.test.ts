@@ -16,7 +16,7 @@ const THROTTLES: { name: string; skip: boolean; open: () => Promise<SignInThrott
   {
     name: 'redis',
     skip: TEST_REDIS_URL === null,
-    open: () => RedisSignInThrottle.connect(TEST_REDIS_URL!, `orgdata-test:${randomBase62(8)}:`),
+    open: () => RedisSignInThrottle.connect(TEST_REDIS_URL!, { prefix: `orgdata-test:${randomBase62(8)}:` }),
   },
 ];
 

@@ -20,6 +20,7 @@ import * as listIndexes from './migrations/005_list_indexes.js';
 import * as contactLabelOrder from './migrations/006_contact_label_order.js';
 import * as eventResourceOrder from './migrations/007_event_resource_order.js';
 import * as dropEventsAge from './migrations/008_drop_events_age.js';
+import * as blobPurges from './migrations/009_blob_purges.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -171,6 +172,7 @@ const migrations: Record<string, Migration> = {
   '006_contact_label_order': contactLabelOrder,
   '007_event_resource_order': eventResourceOrder,
   '008_drop_events_age': dropEventsAge,
+  '009_blob_purges': blobPurges,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

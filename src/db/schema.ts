@@ -120,10 +120,19 @@ export interface FilesTable {
   sha256: string | null;
   /** Where the blob store keeps the bytes; null until uploaded. */
   storage_key: string | null;
+  /** The upload now copying its bytes into place (see domain/files/transfer.ts), and since when. */
+  upload_claim: string | null;
+  upload_claimed_at: string | null;
   upload_expires_at: string;
   created_at: string;
   updated_at: string;
   uploaded_at: string | null;
+}
+
+/** A blob to delete from the blob store once `purge_after` has passed (migration 009). */
+export interface BlobPurgesTable {
+  storage_key: string;
+  purge_after: string;
 }
 
 export interface SessionsTable {
@@ -213,6 +222,7 @@ export interface Database {
   groups: GroupsTable;
   group_members: GroupMembersTable;
   files: FilesTable;
+  blob_purges: BlobPurgesTable;
   sessions: SessionsTable;
   events: EventsTable;
   webhook_endpoints: WebhookEndpointsTable;

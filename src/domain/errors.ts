@@ -101,11 +101,17 @@ export class RateLimitedError extends ServiceError {
   }
 }
 
-/** A service the operation needs (the file store) cannot be reached; nothing was changed. Retry later. */
+/**
+ * A service the operation needs cannot be reached; nothing was changed. Retry later.
+ * `storage_unavailable`: the file store; `service_unavailable`: anything else (the database, the
+ * shared counters of sign-in attempts).
+ */
 export class UnavailableError extends ServiceError {
-  readonly code = 'storage_unavailable';
-
-  constructor(message: string, cause: unknown) {
+  constructor(
+    message: string,
+    cause: unknown,
+    readonly code: 'storage_unavailable' | 'service_unavailable' = 'storage_unavailable',
+  ) {
     super(message);
     this.cause = cause;
   }

@@ -31,6 +31,7 @@ import './types.js';
 import { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
 import { sqliteDataVersionGuard } from '../infra/keyCache/sqliteGuard.js';
 import { sqliteConnectionOf } from '../db/database.js';
+import type { DependencyHealth } from '../infra/health.js';
 
 export interface AppDeps {
   config: Config;
@@ -51,6 +52,8 @@ export interface AppDeps {
    * fed by Redis or by PostgreSQL's LISTEN/NOTIFY, see infra/choose.ts openKeyCache).
    */
   keyCache?: VerifiedKeyCache | null;
+  /** What this instance works without right now (Redis unreachable), for /readyz. */
+  health?: DependencyHealth;
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
@@ -187,7 +190,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     downloadTtlSeconds: config.downloadUrlTtlSeconds,
   };
 
-  await app.register(opsRoutes, { db: deps.db, shutdown });
+  await app.register(opsRoutes, { db: deps.db, shutdown, health: deps.health });
   await app.register(transferRoutes, { db: deps.db.kysely, files, links });
   await app.register(dashboard, {
     db: deps.db.kysely,

@@ -9,6 +9,7 @@ import type { SignInThrottle } from './signInThrottle/signInThrottle.js';
 import type { Db } from '../db/database.js';
 import { VerifiedKeyCache, type KeyCacheGuard } from '../domain/apiKeys/keyCache.js';
 import { sqliteDataVersionGuard } from './keyCache/sqliteGuard.js';
+import { DependencyHealth } from './health.js';
 
 /*
  * The one place that picks local or shared infrastructure from configuration. The Redis client and
@@ -17,25 +18,38 @@ import { sqliteDataVersionGuard } from './keyCache/sqliteGuard.js';
  * SQLite never uses.
  */
 
-export async function openRateLimiter(config: Config): Promise<RateLimiter> {
+/**
+ * Rate limits and quotas are counted in Redis with REDIS_URL (shared by every instance; while Redis
+ * is unreachable each instance counts alone, see RedisRateLimiter), else in memory.
+ */
+export async function openRateLimiter(config: Config, health = new DependencyHealth()): Promise<RateLimiter> {
   const settings: RateLimitSettings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
   if (!config.redisUrl) return new MemoryRateLimiter(settings);
   const { RedisRateLimiter } = await import('./rateLimit/redisRateLimiter.js');
-  return RedisRateLimiter.connect(config.redisUrl, settings);
+  return RedisRateLimiter.connect(config.redisUrl, settings, { health });
 }
 
-/** Dashboard sign-in attempts are counted in Redis with REDIS_URL (shared by every instance), else in memory. */
-export async function openSignInThrottle(config: Config): Promise<SignInThrottle> {
+/**
+ * Dashboard sign-in attempts are counted in Redis with REDIS_URL (shared by every instance; while
+ * Redis is unreachable sign-in answers 503), else in memory.
+ */
+export async function openSignInThrottle(config: Config, health = new DependencyHealth()): Promise<SignInThrottle> {
   if (!config.redisUrl) return new MemorySignInThrottle();
   const { RedisSignInThrottle } = await import('./signInThrottle/redisSignInThrottle.js');
-  return RedisSignInThrottle.connect(config.redisUrl);
+  return RedisSignInThrottle.connect(config.redisUrl, { health });
 }
 
 /** File bytes live in an S3-compatible bucket with BLOB_STORE=s3, else under DATA_DIR/files. */
 export async function openBlobStore(config: Config): Promise<BlobStore> {
   if (!config.s3) return new LocalBlobStore(path.join(config.dataDir, 'files'));
-  const [{ S3BlobStore }, { openS3Client }] = await Promise.all([import('./blobs/s3BlobStore.js'), import('./blobs/s3Client.js')]);
-  return new S3BlobStore(openS3Client(config.s3), config.s3.bucket, { presignedDownloads: config.s3.presignedDownloads });
+  const [{ S3BlobStore }, { openS3Client, DOWNLOAD_IDLE_TIMEOUT_MS }] = await Promise.all([
+    import('./blobs/s3BlobStore.js'),
+    import('./blobs/s3Client.js'),
+  ]);
+  return new S3BlobStore(openS3Client(config.s3), config.s3.bucket, {
+    presignedDownloads: config.s3.presignedDownloads,
+    downloads: openS3Client(config.s3, DOWNLOAD_IDLE_TIMEOUT_MS),
+  });
 }
 
 /**
@@ -43,8 +57,8 @@ export async function openBlobStore(config: Config): Promise<BlobStore> {
  * domain/apiKeys/keyCache.ts): on SQLite through the file's data_version, on PostgreSQL through
  * the revocation feed of Redis when REDIS_URL is set, else of PostgreSQL's LISTEN/NOTIFY.
  */
-export async function openKeyCache(config: Config, db: Db): Promise<VerifiedKeyCache> {
-  return new VerifiedKeyCache(await openRevocationGuard(config, db));
+export async function openKeyCache(config: Config, db: Db, health = new DependencyHealth()): Promise<VerifiedKeyCache> {
+  return new VerifiedKeyCache(await openRevocationGuard(config, db, { health }));
 }
 
 /**
@@ -53,14 +67,22 @@ export async function openKeyCache(config: Config, db: Db): Promise<VerifiedKeyC
  * hears Redis when it has REDIS_URL, else the NOTIFY, so a CLI or server configured apart from
  * the others still reaches them. `listen: false` only tells (the CLI).
  */
-export async function openRevocationGuard(config: Config, db: Db, options: { listen?: boolean } = {}): Promise<KeyCacheGuard> {
+export async function openRevocationGuard(
+  config: Config,
+  db: Db,
+  options: { listen?: boolean; onUnpublished?: (error: unknown) => void; health?: DependencyHealth } = {},
+): Promise<KeyCacheGuard> {
   if (db.dialect === 'sqlite') return sqliteDataVersionGuard(db.kysely);
   const { publishRevocationsOnPostgres, PostgresRevocationFeed } = await import('./keyCache/postgresRevocationFeed.js');
   const stopNotifying = publishRevocationsOnPostgres(db.kysely);
   let guard: KeyCacheGuard;
   if (config.redisUrl) {
     const { RedisRevocationFeed } = await import('./keyCache/redisRevocationFeed.js');
-    guard = await RedisRevocationFeed.connect(config.redisUrl, { subscribe: options.listen });
+    guard = await RedisRevocationFeed.connect(config.redisUrl, {
+      subscribe: options.listen,
+      onUnpublished: options.onUnpublished,
+      health: options.health,
+    });
   } else if (options.listen === false) {
     guard = { usable: () => false };
   } else {

@@ -129,10 +129,12 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     ? (options.redisPrefix ?? options.shareDbWith?.redisPrefix ?? `orgdata-test:${randomBase62(8)}:`)
     : null;
   const rateLimiter =
-    redisPrefix !== null ? await RedisRateLimiter.connect(TEST_REDIS_URL!, settings, redisPrefix) : new MemoryRateLimiter(settings);
+    redisPrefix !== null
+      ? await RedisRateLimiter.connect(TEST_REDIS_URL!, settings, { prefix: redisPrefix })
+      : new MemoryRateLimiter(settings);
   // Sign-in attempts are counted under the same Redis prefix as the rate limits (shared likewise).
   const signInThrottle =
-    redisPrefix !== null ? await RedisSignInThrottle.connect(TEST_REDIS_URL!, redisPrefix) : new MemorySignInThrottle();
+    redisPrefix !== null ? await RedisSignInThrottle.connect(TEST_REDIS_URL!, { prefix: redisPrefix }) : new MemorySignInThrottle();
   // Every response a test receives through app.inject (h.call too) is checked against openapi.json.
   const app = checkContract(await buildApp({ config, db, rateLimiter, signInThrottle, logger: false }));
   await app.ready();

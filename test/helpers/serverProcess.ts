@@ -79,7 +79,7 @@ export async function cli<T = Record<string, unknown>>(env: Record<string, strin
 }
 
 /** An organisation and an API key with every scope, made through the operator CLI. */
-export async function orgWithKey(env: Record<string, string>): Promise<{ orgId: string; key: string }> {
+export async function orgWithKey(env: Record<string, string>): Promise<{ orgId: string; key: string; email: string; password: string }> {
   const email = `admin-${randomBase62(8).toLowerCase()}@example.com`;
   const created = await cli<{ org: { id: string } }>(env, [
     'org',
@@ -103,7 +103,7 @@ export async function orgWithKey(env: Record<string, string>): Promise<{ orgId: 
     '--scopes',
     'contacts:write,groups:write,files:write',
   ]);
-  return { orgId: created.org.id, key: key.key };
+  return { orgId: created.org.id, key: key.key, email, password: 'correct horse battery' };
 }
 
 export interface ServerProcess {

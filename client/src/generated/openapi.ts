@@ -375,7 +375,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a file
-         * @description Deletes the file and its stored bytes together. 503 `storage_unavailable` when file storage cannot be reached: nothing is deleted; retry.
+         * @description Deletes the file (with its `file.deleted` event) and then its stored bytes. The bytes are removed before the answer when file storage can be reached; when it cannot, the file is deleted all the same and its bytes are removed by housekeeping once storage is back (no link reaches them meanwhile).
          *
          *     Requires the `files:write` scope.
          */

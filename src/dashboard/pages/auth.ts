@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../domain/errors.js';
+import { ServiceError, UnavailableError } from '../../domain/errors.js';
 import { signIn, signOut, switchOrg } from '../../domain/sessions/sessions.js';
 import { SESSION_COOKIE, checkCsrf, flash, requireSession, text } from '../context.js';
 import { field, html, type FieldErrors } from '../html.js';
@@ -81,7 +81,18 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
         .type('text/html; charset=utf-8')
         .send(loginPage({ email, next, alert: "Sign in from this site's own sign-in page." }));
     }
-    const attempt = await signInThrottle.begin(email, request.ip);
+    let attempt;
+    try {
+      attempt = await signInThrottle.begin(email, request.ip);
+    } catch (error) {
+      // The shared attempt counters (Redis) cannot be reached: refuse rather than count nothing.
+      if (!(error instanceof UnavailableError)) throw error;
+      return reply
+        .code(503)
+        .header('retry-after', '5')
+        .type('text/html; charset=utf-8')
+        .send(loginPage({ email, next, alert: 'Signing in is unavailable for a moment. Try again in a few seconds.' }));
+    }
     const wait = attempt.waitSeconds;
     if (wait > 0) {
       const minutes = Math.ceil(wait / 60);

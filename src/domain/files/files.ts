@@ -11,7 +11,8 @@ import { requireScope } from '../scopes.js';
 import { checkText } from '../validation.js';
 import { contentDisposition } from './contentDisposition.js';
 import type { FileLinks } from './links.js';
-import { usingStorage } from './storage.js';
+import { blobKey, claimLapses, usingStorage } from './storage.js';
+import { purgeDueBlobs, purgeNow, queuePurge } from './purges.js';
 
 export interface FileView {
   object: 'file';
@@ -94,6 +95,8 @@ export async function reserveFile(
     status: 'pending' as const,
     sha256: null,
     storage_key: null,
+    upload_claim: null,
+    upload_claimed_at: null,
     upload_expires_at: nowIso(expiresAt),
     created_at: at,
     updated_at: at,
@@ -144,8 +147,11 @@ export async function downloadLink(
 }
 
 /**
- * Deletes the record and its bytes in one transaction: when storage is down the whole delete fails
- * (storage_unavailable) and a retry works, instead of leaving bytes no record points to.
+ * Deletes the record, and then its bytes. The record goes in one transaction with its event and a
+ * row of the purge ledger for its bytes (purges.ts); the store is called only after the commit,
+ * so a store that stalls never holds the database. The bytes are removed before the answer when
+ * the store can be reached, else by housekeeping once it can: the file is gone either way (its
+ * links find nothing from the commit on).
  */
 export async function deleteFile(
   ctx: Ctx,
@@ -153,27 +159,50 @@ export async function deleteFile(
   id: string,
 ): Promise<{ object: 'file'; id: string; deleted: true }> {
   requireScope(ctx.actor, 'files:write');
-  await inTransaction(ctx.db, async (trx) => {
+  const purge = await inTransaction(ctx.db, async (trx) => {
     if (!(await lockRow(trx, 'files', ctx.orgId, id))) throw new NotFoundError(`No file ${id}.`);
     const last = await findFile(trx, ctx.orgId, id);
     await trx.deleteFrom('files').where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
     await recordEvent(trx, ctx, 'file.deleted', toFileView(last));
-    const key = last.storage_key;
-    if (key) await usingStorage(() => deps.blobs.delete(key));
+    const purge = bytesToPurge(last, ctx.now);
+    if (purge) await queuePurge(trx, purge.key, purge.after);
+    return purge;
   });
+  // Inside the caller's transaction (an idempotent request's), the purge waits for housekeeping.
+  if (purge && purge.after <= ctx.now && !ctx.db.isTransaction) await purgeNow(ctx.db, deps.blobs, purge.key);
   return { object: 'file', id, deleted: true };
 }
 
 /**
- * Housekeeping: reservations whose upload link expired without an upload are deleted, and
- * leftovers of interrupted uploads are swept. Runs periodically in the server.
+ * The bytes a file being deleted may leave in the store, and from when they may be removed: its
+ * stored bytes at once; those of an upload that claimed the file and may still be copying them
+ * into place, once its claim has lapsed (removed earlier, the copy could land after the purge).
+ */
+function bytesToPurge(file: Selectable<FilesTable>, now: Date): { key: string; after: Date } | null {
+  if (file.storage_key) return { key: file.storage_key, after: now };
+  if (file.upload_claimed_at) return { key: blobKey(file.org_id, file.id), after: claimLapses(file.upload_claimed_at) };
+  return null;
+}
+
+/**
+ * Housekeeping: reservations whose upload link expired without an upload are deleted (with the
+ * bytes a crashed upload may have copied into place), leftovers of interrupted uploads are swept,
+ * and the purge ledger is worked off. Runs periodically in the server.
  */
 export async function purgeAbandonedUploads(db: Kysely<Database>, blobs: BlobStore, now: Date): Promise<number> {
-  const result = await db
-    .deleteFrom('files')
-    .where('status', '=', 'pending')
-    .where('upload_expires_at', '<=', nowIso(now))
-    .executeTakeFirst();
+  const deleted = await inTransaction(db, async (trx) => {
+    const expired = trx.selectFrom('files').where('status', '=', 'pending').where('upload_expires_at', '<=', nowIso(now));
+    const claimed = await expired.select(['id', 'org_id', 'upload_claimed_at']).where('upload_claimed_at', 'is not', null).execute();
+    for (const file of claimed) await queuePurge(trx, blobKey(file.org_id, file.id), claimLapses(file.upload_claimed_at!));
+    const result = await trx
+      .deleteFrom('files')
+      .where('status', '=', 'pending')
+      .where('upload_expires_at', '<=', nowIso(now))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  });
   await blobs.sweep(new Date(now.getTime() - 24 * 60 * 60 * 1000));
-  return Number(result.numDeletedRows);
+  // Bytes of deleted files the store could not take at the time.
+  await purgeDueBlobs(db, blobs, now);
+  return deleted;
 }

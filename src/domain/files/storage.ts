@@ -6,6 +6,18 @@ export function blobKey(orgId: string, fileId: string): string {
   return `${orgId}/${fileId}`;
 }
 
+/**
+ * How long an upload's claim to copy its bytes into place holds (domain/files/transfer.ts): well
+ * past the store's deadline for the copy (20 s), so a live claim never lapses mid-copy; a claim
+ * older than this belongs to a server that died.
+ */
+export const UPLOAD_CLAIM_LEASE_MS = 120_000;
+
+/** When a claim made at `claimedAt` lapses. */
+export function claimLapses(claimedAt: string): Date {
+  return new Date(Date.parse(claimedAt) + UPLOAD_CLAIM_LEASE_MS);
+}
+
 /** Runs blob store work; an outage of the store becomes the domain's UnavailableError. */
 export async function usingStorage<T>(work: () => Promise<T>): Promise<T> {
   try {

@@ -20,7 +20,16 @@ export type ResolvedAddress = { address: string; family: number };
 /** Every address a host name resolves to (the system resolver by default; tests inject their own). */
 export type Resolve = (hostname: string) => Promise<ResolvedAddress[]>;
 
-export const systemResolve: Resolve = (hostname) => lookup(hostname, { all: true, verbatim: true });
+/** A name the resolver has not answered for within this is refused as unresolvable (a stalled DNS server must not hang the request). */
+const RESOLVE_TIMEOUT_MS = 5_000;
+
+export const systemResolve: Resolve = (hostname) => {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error('DNS lookup timed out'), { code: 'ETIMEOUT' })), RESOLVE_TIMEOUT_MS);
+  });
+  return Promise.race([lookup(hostname, { all: true, verbatim: true }), expired]).finally(() => clearTimeout(timer));
+};
 
 export interface UrlPolicy {
   allowPrivateUrls: boolean;

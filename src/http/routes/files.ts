@@ -65,7 +65,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, 
       operationId: 'deleteFile',
       summary: 'Delete a file',
       description:
-        'Deletes the file and its stored bytes together. 503 `storage_unavailable` when file storage cannot be reached: nothing is deleted; retry.',
+        'Deletes the file (with its `file.deleted` event) and then its stored bytes. The bytes are removed before the answer when file storage can be reached; when it cannot, the file is deleted all the same and its bytes are removed by housekeeping once storage is back (no link reaches them meanwhile).',
       tags,
       params: FileParams,
       response: responses({ 200: FileDeleted }, 404, 503),

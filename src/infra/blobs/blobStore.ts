@@ -22,7 +22,10 @@ export interface StoredBlob {
   sha256: string;
 }
 
-/** Bytes that arrived whole and are kept aside until the caller decides they are the blob. */
+/**
+ * Bytes that arrived whole and are kept aside until the caller decides they are the blob. Neither
+ * call is ever made inside a database transaction: on S3 each is a request to the bucket.
+ */
 export interface StagedBlob extends StoredBlob {
   /** Makes the bytes the blob under their key, replacing whatever was there. */
   commit(): Promise<void>;

@@ -1,4 +1,6 @@
-import { createClient, type RedisClientType } from '@redis/client';
+import { DependencyHealth } from '../health.js';
+import { closeRedisClient, connected, openRedisClient, runScript, STARTUP_WAIT_MS, type RedisClient } from '../redis/connection.js';
+import { MemoryRateLimiter } from './memoryRateLimiter.js';
 import { decide, utcDay, type RateLimitDecision, type RateLimiter, type RateLimitSettings } from './rateLimiter.js';
 
 // One atomic step for both limits, so two server instances can never both take the last token or
@@ -33,43 +35,62 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
 return {allowed, tostring(tokens), used}
 `;
 
+const LOCAL_COUNTING = 'rate limits and quotas are counted by each instance alone';
+
+/**
+ * Shared by every instance through Redis. While Redis cannot be reached (down, stalled, or not yet
+ * connected at start) each request is counted by this instance alone (a MemoryRateLimiter), so
+ * the API keeps answering with limits that hold per instance; the outage is logged once and shown
+ * by /readyz as `degraded`. Counting goes back to Redis as soon as it answers again, without a
+ * restart (what was counted locally meanwhile is not carried over).
+ */
 export class RedisRateLimiter implements RateLimiter {
-  private sha: string | null = null;
+  private readonly script: { text: string; sha?: string } = { text: SCRIPT };
+  private readonly local: MemoryRateLimiter;
 
   private constructor(
-    private readonly client: RedisClientType,
+    private readonly client: RedisClient,
     private readonly settings: RateLimitSettings,
+    private readonly health: DependencyHealth,
     private readonly prefix: string,
-  ) {}
+  ) {
+    this.local = new MemoryRateLimiter(settings);
+  }
 
-  static async connect(url: string, settings: RateLimitSettings, prefix = 'orgdata:'): Promise<RedisRateLimiter> {
-    const client: RedisClientType = createClient({ url });
-    client.on('error', () => {
-      // Reconnection is automatic; a request made while Redis is away fails and is answered 500.
-    });
-    await client.connect();
-    return new RedisRateLimiter(client, settings, prefix);
+  /** Waits for the connection a moment, not more: without Redis it starts counting locally. */
+  static async connect(
+    url: string,
+    settings: RateLimitSettings,
+    options: { prefix?: string; health?: DependencyHealth } = {},
+  ): Promise<RedisRateLimiter> {
+    const health = options.health ?? new DependencyHealth();
+    const client = openRedisClient(url, 'orgdata-rate-limits', { health, use: LOCAL_COUNTING });
+    await connected(client, STARTUP_WAIT_MS).catch(() => undefined);
+    return new RedisRateLimiter(client, settings, health, options.prefix ?? 'orgdata:');
   }
 
   async take(keyId: string, orgId: string, now: Date): Promise<RateLimitDecision> {
+    if (!this.client.isReady) {
+      this.health.failed('redis', LOCAL_COUNTING, new Error('not connected'));
+      return this.local.take(keyId, orgId, now);
+    }
     const day = utcDay(now);
-    const options = {
-      keys: [`${this.prefix}bucket:${keyId}`, `${this.prefix}quota:${orgId}:${day}`],
-      arguments: [String(this.settings.burst), String(this.settings.perSecond), String(2 * 86_400)],
-    };
     let reply: unknown;
     try {
-      this.sha ??= await this.client.scriptLoad(SCRIPT);
-      reply = await this.client.evalSha(this.sha, options);
+      reply = await runScript(this.client, this.script, {
+        keys: [`${this.prefix}bucket:${keyId}`, `${this.prefix}quota:${orgId}:${day}`],
+        arguments: [String(this.settings.burst), String(this.settings.perSecond), String(2 * 86_400)],
+      });
     } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      reply = await this.client.eval(SCRIPT, options);
+      this.health.failed('redis', LOCAL_COUNTING, error);
+      return this.local.take(keyId, orgId, now);
     }
+    this.health.recovered('redis', LOCAL_COUNTING);
     const [allowed, tokens, used] = reply as [number, string, number];
     return decide(this.settings, now, { tokens: Number(tokens), allowed: allowed === 1 }, Number(used));
   }
 
   async close(): Promise<void> {
-    await this.client.close();
+    await closeRedisClient(this.client);
   }
 }

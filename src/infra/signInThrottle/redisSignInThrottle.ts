@@ -1,5 +1,16 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createClient, type RedisClientType } from '@redis/client';
+import { UnavailableError } from '../../domain/errors.js';
+import { DependencyHealth } from '../health.js';
+import {
+  closeRedisClient,
+  COMMAND_TIMEOUT_MS,
+  connected,
+  openRedisClient,
+  runScript,
+  STARTUP_WAIT_MS,
+  withDeadline,
+  type RedisClient,
+} from '../redis/connection.js';
 import { countersOf, waitSeconds, WINDOW_MS, type SignInAttempt, type SignInThrottle } from './signInThrottle.js';
 
 // One atomic step over the three counters (sorted sets of attempt ids scored by time), so two
@@ -28,23 +39,28 @@ end
 return 0
 `;
 
-/** Shared by every instance through Redis (REDIS_URL): keys `{prefix}signin:{kind}:{sha256}`. */
+const SIGN_IN_REFUSED = 'dashboard sign-in is refused (503)';
+
+/**
+ * Shared by every instance through Redis (REDIS_URL): keys `{prefix}signin:{kind}:{sha256}`.
+ * While Redis cannot be reached a sign-in is refused as unavailable (503, retry shortly) rather
+ * than let through uncounted: counting locally would let an attacker spread guesses over the
+ * instances during an outage they may have caused. Each call is bounded (see redis/connection.ts).
+ */
 export class RedisSignInThrottle implements SignInThrottle {
-  private sha: string | null = null;
+  private readonly script: { text: string; sha?: string } = { text: SCRIPT };
 
   private constructor(
-    private readonly client: RedisClientType,
+    private readonly client: RedisClient,
     private readonly prefix: string,
+    private readonly health: DependencyHealth,
   ) {}
 
-  static async connect(url: string, prefix = 'orgdata:'): Promise<RedisSignInThrottle> {
-    const client: RedisClientType = createClient({ url });
-    client.on('error', () => {
-      // Reconnection is automatic; a sign-in tried while Redis is away fails (500) rather than
-      // going unthrottled.
-    });
-    await client.connect();
-    return new RedisSignInThrottle(client, prefix);
+  static async connect(url: string, options: { prefix?: string; health?: DependencyHealth } = {}): Promise<RedisSignInThrottle> {
+    const health = options.health ?? new DependencyHealth();
+    const client = openRedisClient(url, 'orgdata-sign-in', { health, use: SIGN_IN_REFUSED });
+    await connected(client, STARTUP_WAIT_MS).catch(() => undefined);
+    return new RedisSignInThrottle(client, options.prefix ?? 'orgdata:', health);
   }
 
   async begin(email: string, ip: string): Promise<SignInAttempt> {
@@ -52,26 +68,33 @@ export class RedisSignInThrottle implements SignInThrottle {
     // Addresses are hashed: the keys carry no e-mail address in clear.
     const keys = counters.map((c) => `${this.prefix}signin:${c.kind}:${createHash('sha256').update(c.subject).digest('base64url')}`);
     const id = randomUUID();
-    const options = { keys, arguments: [String(WINDOW_MS), id, ...counters.map((c) => String(c.limit))] };
     let reply: unknown;
     try {
-      this.sha ??= await this.client.scriptLoad(SCRIPT);
-      reply = await this.client.evalSha(this.sha, options);
+      if (!this.client.isReady) throw new Error('not connected');
+      reply = await runScript(this.client, this.script, {
+        keys,
+        arguments: [String(WINDOW_MS), id, ...counters.map((c) => String(c.limit))],
+      });
     } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      reply = await this.client.eval(SCRIPT, options);
+      this.health.failed('redis', SIGN_IN_REFUSED, error);
+      throw new UnavailableError(
+        'Sign-in is unavailable for a moment; nothing was changed. Try again shortly.',
+        error,
+        'service_unavailable',
+      );
     }
+    this.health.recovered('redis', SIGN_IN_REFUSED);
     const wait = waitSeconds(Number(reply));
     const succeeded = async () => {
       if (wait > 0) return;
       const forgive = this.client.multi();
       for (const key of keys) forgive.zRem(key, id);
-      await forgive.exec();
+      await withDeadline(forgive.exec(), COMMAND_TIMEOUT_MS, 'Redis');
     };
     return { waitSeconds: wait, succeeded };
   }
 
   async close(): Promise<void> {
-    await this.client.close();
+    await closeRedisClient(this.client);
   }
 }

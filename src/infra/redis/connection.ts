@@ -1,0 +1,112 @@
+import { createClient, type RedisClientType } from '@redis/client';
+import type { DependencyHealth } from '../health.js';
+
+/**
+ * How orgdata talks to Redis, for every use (rate limits, sign-in throttling, revocations): never
+ * without a deadline, so that Redis failing or stalling can never hang a request.
+ *
+ * - No offline queue: a command sent while the connection is down fails at once instead of
+ *   waiting, without bound, for Redis to come back.
+ * - Every command has COMMAND_TIMEOUT_MS to be answered.
+ * - The connection PINGs every PING_INTERVAL_MS, and a connection silent for SOCKET_IDLE_MS is
+ *   dropped: a Redis that accepts connections but never answers (stopped, overloaded, a dead
+ *   peer behind a live TCP connection) is noticed within that time, after which commands fail at
+ *   once rather than each waiting out its timeout.
+ * - It reconnects by itself, forever, with a back-off capped at RECONNECT_MAX_MS: Redis coming
+ *   back restores everything without a restart.
+ * - The first connection is not awaited by whoever opens it: a server whose Redis is down at start
+ *   starts anyway, in the state it would be in had Redis gone down later.
+ */
+export const COMMAND_TIMEOUT_MS = 1_000;
+const CONNECT_TIMEOUT_MS = 2_000;
+const PING_INTERVAL_MS = 1_000;
+const SOCKET_IDLE_MS = 3_000;
+const RECONNECT_MAX_MS = 2_000;
+/** How long a starting process waits for its first connection before going on without Redis. */
+export const STARTUP_WAIT_MS = 2_000;
+
+export type RedisClient = RedisClientType;
+
+/**
+ * A client that starts connecting now, in the background (see above). With `health`, its
+ * connection failures mark Redis as unreachable for `use` and its reconnection as reachable again.
+ */
+export function openRedisClient(url: string, name: string, health?: { health: DependencyHealth; use: string }): RedisClient {
+  const client: RedisClient = createClient({
+    url,
+    name,
+    disableOfflineQueue: true,
+    pingInterval: PING_INTERVAL_MS,
+    commandOptions: { timeout: COMMAND_TIMEOUT_MS },
+    socket: {
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      socketTimeout: SOCKET_IDLE_MS,
+      reconnectStrategy: (retries) => Math.min(50 * 2 ** retries, RECONNECT_MAX_MS) + Math.floor(Math.random() * 100),
+    },
+  });
+  // Every failure is also the rejection of the command that met it, which its user handles; the
+  // client reconnects by itself. Without a listener an 'error' event would end the process.
+  client.on('error', (error: unknown) => health?.health.failed('redis', health.use, error));
+  if (health) client.on('ready', () => health.health.recovered('redis', health.use));
+  startConnecting(client);
+  return client;
+}
+
+/** Connects in the background; connect() resolves once connected and keeps retrying until then. */
+function startConnecting(client: RedisClient): void {
+  client.connect().catch(() => {
+    // Only when the client is closed before it ever connected.
+  });
+}
+
+/** Resolves once `client` is connected, or rejects after `ms` (for a process that must know now). */
+export async function connected(client: RedisClient, ms: number): Promise<void> {
+  if (client.isReady) return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.off('ready', ready);
+      reject(new Error(`Redis did not answer within ${ms} ms`));
+    }, ms);
+    const ready = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    client.once('ready', ready);
+  });
+}
+
+/** Closes without waiting for a Redis that may not answer: commands still waiting are failed. */
+export async function closeRedisClient(client: RedisClient): Promise<void> {
+  if (!client.isOpen) return;
+  if (!client.isReady) {
+    client.destroy();
+    return;
+  }
+  // close() lets pending commands finish (each bounded by its timeout), then quits.
+  await Promise.race([client.close(), new Promise<void>((resolve) => setTimeout(resolve, COMMAND_TIMEOUT_MS).unref())]);
+  if (client.isOpen) client.destroy();
+}
+
+/** `work`, or a rejection once `ms` have passed: for calls that take no command timeout (MULTI). */
+export function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** Runs a Lua script by its SHA1, loading it first when Redis does not know it (after a restart). */
+export async function runScript(
+  client: RedisClient,
+  script: { text: string; sha?: string },
+  options: { keys: string[]; arguments: string[] },
+): Promise<unknown> {
+  try {
+    script.sha ??= await client.scriptLoad(script.text);
+    return await client.evalSha(script.sha, options);
+  } catch (error) {
+    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+    return client.eval(script.text, options);
+  }
+}

@@ -1,0 +1,171 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { createClient } from '@redis/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS } from './helpers/harness.js';
+import { RedisServer } from './helpers/redisServer.js';
+import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+
+/**
+ * Redis failing or stalling never hangs a request (issue: every API request hung with Redis down).
+ * A real server process uses a redis-server of the test's own, which is killed, stalled
+ * (SIGSTOP: connections accepted, nothing answered) and brought back mid-traffic. While Redis is
+ * unreachable the API answers with limits counted by the instance, /readyz says `degraded` (still
+ * 200), sign-in answers 503 with Retry-After, the CLI's revocation finishes and says what it could
+ * not publish; once Redis is back everything returns to it without a restart.
+ */
+const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+/** Generous: a request must be answered, not answered fast (the deadlines are 1–3 s). */
+const BOUND_MS = 8_000;
+
+async function timed(url: string, init: RequestInit = {}): Promise<{ status: number; ms: number; headers: Headers; body: string }> {
+  const started = Date.now();
+  // Without a signal a hanging request would hang the test; with it, the hang fails the test.
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
+  const body = await res.text();
+  return { status: res.status, ms: Date.now() - started, headers: res.headers, body };
+}
+
+function runCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+      resolve({ code, stdout, stderr, ms: Date.now() - started });
+    });
+  });
+}
+
+async function redisKeys(url: string, pattern: string): Promise<string[]> {
+  const client = createClient({ url });
+  await client.connect();
+  try {
+    return await client.keys(pattern);
+  } finally {
+    await client.close();
+  }
+}
+
+describe.each(DIALECTS)('%s: with Redis down or stalled', (dialect) => {
+  let redis: RedisServer;
+  let env: ServerEnv;
+  let server: ServerProcess;
+  let org: Awaited<ReturnType<typeof orgWithKey>>;
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    env = await serverEnv(dialect, { REDIS_URL: redis.url, LOG_LEVEL: 'info' });
+    org = await orgWithKey(env.env);
+    server = await startServerProcess(env);
+  }, 120_000);
+  afterAll(async () => {
+    server?.child.kill('SIGKILL');
+    await server?.exited;
+    await redis?.stop();
+    await env?.dispose();
+  });
+
+  const auth = () => ({ authorization: `Bearer ${org.key}` });
+  const list = () => timed(`${env.url}/api/v1/contacts`, { headers: auth() });
+  const signIn = () =>
+    timed(`${env.url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: env.url },
+      body: new URLSearchParams({ email: org.email, password: 'wrong password' }).toString(),
+      redirect: 'manual',
+    });
+  const ready = async () => JSON.parse((await timed(`${env.url}/readyz`)).body) as { status: string; degraded?: string[] };
+  const occurrences = (text: string) =>
+    server
+      .output()
+      .split('\n')
+      .filter((line) => line.includes(text)).length;
+
+  it('counts in Redis while it is up', async () => {
+    expect((await list()).status).toBe(200);
+    expect(await redisKeys(redis.url, 'orgdata:quota:*')).toHaveLength(1);
+    expect(await ready()).toEqual({ status: 'ready' });
+    expect((await signIn()).status).toBe(401);
+  });
+
+  it('killed: every request is answered, limits are counted locally, sign-in is 503, /readyz degraded', async () => {
+    await redis.kill();
+    for (let i = 0; i < 15; i++) {
+      const res = await list();
+      expect(res.status).toBe(200);
+      expect(res.ms).toBeLessThan(BOUND_MS);
+      expect(res.headers.get('ratelimit')).toMatch(/^"default";r=\d+;t=\d+$/);
+    }
+    const created = await timed(`${env.url}/api/v1/contacts`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json', 'idempotency-key': `redis-down-${dialect}` },
+      body: JSON.stringify({ first_name: 'Ada', email: `ada-${dialect}@example.com` }),
+    });
+    expect(created.status).toBe(201);
+    expect(created.ms).toBeLessThan(BOUND_MS);
+
+    const refused = await signIn();
+    expect(refused.status).toBe(503);
+    expect(refused.ms).toBeLessThan(BOUND_MS);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(refused.body).toContain('Signing in is unavailable for a moment');
+
+    expect(await ready()).toEqual({ status: 'ready', degraded: ['redis'] });
+    // Logged once per use for the whole outage, not once per request.
+    expect(occurrences('rate limits and quotas are counted by each instance alone')).toBe(1);
+    expect(occurrences('dashboard sign-in is refused (503)')).toBe(1);
+  }, 120_000);
+
+  it('back: counting returns to Redis and /readyz to plain ready, without a restart', async () => {
+    await redis.restart();
+    await expect.poll(ready, { timeout: 15_000, interval: 250 }).toEqual({ status: 'ready' });
+    expect((await list()).status).toBe(200);
+    // A new Redis (nothing kept): the request above was counted in it.
+    expect(await redisKeys(redis.url, 'orgdata:quota:*')).toHaveLength(1);
+    // Each Redis connection comes back by itself (within its reconnection back-off).
+    await expect.poll(async () => (await signIn()).status, { timeout: 10_000 }).toBe(401);
+    expect(occurrences('redis reachable again')).toBe(1);
+  }, 60_000);
+
+  it('stalled (SIGSTOP): every request is answered within the bound, then all is well on SIGCONT', async () => {
+    redis.stall();
+    try {
+      for (let i = 0; i < 8; i++) {
+        const res = await list();
+        expect(res.status).toBe(200);
+        expect(res.ms).toBeLessThan(BOUND_MS);
+      }
+      const refused = await signIn();
+      expect(refused.status).toBe(503);
+      expect(refused.ms).toBeLessThan(BOUND_MS);
+      expect(await ready()).toEqual({ status: 'ready', degraded: ['redis'] });
+    } finally {
+      redis.resume();
+    }
+    await expect.poll(ready, { timeout: 15_000, interval: 250 }).toEqual({ status: 'ready' });
+    await expect.poll(async () => (await signIn()).status, { timeout: 10_000 }).toBe(401);
+  }, 120_000);
+
+  it('the CLI finishes while Redis is down and says what it could not publish; the key stops working', async () => {
+    const { key } = org;
+    expect((await list()).status).toBe(200);
+    const keys = await runCli(env.env, ['keys', 'list', '--org', org.orgId, '--json']);
+    const keyId = (JSON.parse(keys.stdout) as { id: string }[])[0]!.id;
+    await redis.kill();
+    try {
+      const revoked = await runCli(env.env, ['keys', 'revoke', '--org', org.orgId, keyId]);
+      expect(revoked.code, revoked.stderr).toBe(0);
+      expect(revoked.ms).toBeLessThan(30_000);
+      expect(revoked.stdout).toContain(`revoked ${keyId}`);
+      if (dialect === 'postgres') {
+        // On PostgreSQL revocations are published through Redis (REDIS_URL): the operator is told.
+        expect(revoked.stderr).toContain('could not be published through Redis');
+      }
+      const refused = await timed(`${env.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } });
+      expect(refused.status).toBe(401);
+      expect(refused.ms).toBeLessThan(BOUND_MS);
+    } finally {
+      await redis.restart();
+    }
+  }, 120_000);
+});
