@@ -148,11 +148,17 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     const after = all[1]!.created_at;
     expect((await events(`created_after=${encodeURIComponent(after)}`)).every((e) => e.created_at > after)).toBe(true);
     expect((await events(`created_before=${encodeURIComponent(all[0]!.created_at)}`)).length).toBe(0);
-    for (const bad of ['type=contact', 'type=nope.*', 'type=*.created', 'created_after=yesterday']) {
+    // Instants outside years 0000–9999 UTC once became `+010000-…` text that sorts before every
+    // stored timestamp, so this filter returned every event.
+    const outOfRange = ['created_after=9999-12-31T23:59:59-23:59', 'created_before=0000-01-01T00:00:00%2B00:01'];
+    for (const bad of ['type=contact', 'type=nope.*', 'type=*.created', 'created_after=yesterday', ...outOfRange]) {
       const res = await h.call(key, 'GET', `/api/v1/events?${bad}`);
       expect(res.statusCode, bad).toBe(400);
       expect(res.json().code).toBe('invalid_request');
     }
+    // The edges of the range are instants like any other.
+    expect((await events(`created_after=${encodeURIComponent('9999-12-31T23:59:59.999Z')}`)).length).toBe(0);
+    expect((await events(`created_after=${encodeURIComponent('0000-01-01T00:00:00Z')}`)).length).toBe(all.length);
     const page = (await h.call(key, 'GET', '/api/v1/events?limit=1&type=contact.*')).json();
     expect(page.has_more).toBe(true);
     const other = await h.call(key, 'GET', `/api/v1/events?limit=1&type=group.*&cursor=${page.next_cursor}`);

@@ -1,5 +1,5 @@
 import { domainToASCII, domainToUnicode } from 'node:url';
-import type { FieldError } from './errors.js';
+import { ValidationError, type FieldError } from './errors.js';
 
 export const LIMITS = {
   name: 200,
@@ -101,4 +101,19 @@ export function checkEmail(field: string, value: string, errors: FieldError[]): 
   } else if (!isEmail(value)) {
     errors.push({ field, message: 'must be a valid email address such as ada@example.com' });
   }
+}
+
+/**
+ * An ISO 8601 date-time from a request as the stored form (UTC with milliseconds), so that
+ * `…T12:00:00Z`, `…T12:00:00.000Z` and `…T13:00:00+01:00` compare as the same instant. Only years
+ * 0000–9999 in UTC: outside them `toISOString()` writes `+010000-…` or `-000001-…`, which compare
+ * as text before every stored timestamp and would turn a filter into "everything".
+ */
+export function parseInstant(field: string, value: string): string {
+  const date = new Date(value);
+  const year = date.getUTCFullYear();
+  if (Number.isNaN(date.getTime()) || year < 0 || year > 9999) {
+    throw ValidationError.field(field, 'must be an ISO 8601 date-time between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z');
+  }
+  return date.toISOString();
 }

@@ -6221,9 +6221,9 @@ export interface operations {
                 cursor?: string;
                 /** @description Only events of this type (`contact.updated`), or of every type with this prefix (`contact.*`). */
                 type?: string;
-                /** @description Only events created strictly after this instant (ISO 8601). */
+                /** @description Only events created strictly after this instant (ISO 8601, years 0000–9999 in UTC). */
                 created_after?: string;
-                /** @description Only events created strictly before this instant (ISO 8601). */
+                /** @description Only events created strictly before this instant (ISO 8601, years 0000–9999 in UTC). */
                 created_before?: string;
             };
             header?: never;

@@ -3,6 +3,7 @@ import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { eventBody } from '../webhooks/message.js';
 import { afterPosition, toPage, type JsonItem, type Page, type PageRequest } from '../pagination.js';
 import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventResource, type EventType } from './types.js';
+import { parseInstant } from '../validation.js';
 
 export interface EventFilters {
   /** An exact type or a prefix pattern such as `contact.*`. */
@@ -20,13 +21,6 @@ function visibleResources(ctx: Ctx): EventResource[] {
     throw new ForbiddenError('Reading events needs a read scope (contacts:read, groups:read or files:read).');
   }
   return resources;
-}
-
-/** `2026-11-23T12:00:00Z` and `…00.000Z` compare as the same instant: timestamps are stored with milliseconds. */
-function instant(field: string, value: string): string {
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw ValidationError.field(field, 'must be an ISO 8601 date-time');
-  return date.toISOString();
 }
 
 /**
@@ -50,8 +44,8 @@ export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilt
   else if (resource !== '') query = query.where('resource', '=', resource);
   // Every event's resource is one of these: a key reading them all needs no condition.
   else if (resources.length < RESOURCE_COUNT) query = query.where('resource', 'in', resources);
-  if (filters.createdAfter !== undefined) query = query.where('created_at', '>', instant('created_after', filters.createdAfter));
-  if (filters.createdBefore !== undefined) query = query.where('created_at', '<', instant('created_before', filters.createdBefore));
+  if (filters.createdAfter !== undefined) query = query.where('created_at', '>', parseInstant('created_after', filters.createdAfter));
+  if (filters.createdBefore !== undefined) query = query.where('created_at', '<', parseInstant('created_before', filters.createdBefore));
   if (!readable) return { items: [], hasMore: false };
   if (page.after) query = query.where(afterPosition('events', page.after));
   const rows = await query
