@@ -55,7 +55,18 @@ export function openDatabase(options: DatabaseOptions): Db {
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
-      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+      // Deadlines, so that an unreachable or stalled server answers 503 instead of hanging a
+      // request: getting a connection (a free one from the pool, or a new one) within 5 s; and,
+      // where statements have a server-side timeout, an answer within it plus 2 s (the server
+      // cancels first; this catches a server that cannot even say so). Keepalive notices idle
+      // connections whose peer vanished. A URL's own `application_name` wins over ours.
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      application_name: 'orgdata',
+      ...(options.statementTimeoutMs
+        ? { statement_timeout: options.statementTimeoutMs, query_timeout: options.statementTimeoutMs + 2000 }
+        : {}),
       ...(options.pgSchema ? { options: `-c search_path=${options.pgSchema}` } : {}),
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
@@ -92,7 +103,14 @@ export function prepareOnPostgres(text: string): void {
   if (!statementNames.has(text)) statementNames.set(text, `orgdata_${statementNames.size}`);
 }
 
-/** The pool Kysely gets: its clients send the texts marked by prepareOnPostgres by name. */
+const CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * The pool Kysely gets: its clients send the texts marked by prepareOnPostgres by name, and a
+ * client whose connection was lost (terminated, reset, or a query past its deadline, after which
+ * the connection's state is unknown) refuses further queries at once and leaves the pool when
+ * released: Kysely releases without an error, which would put it back for the next request.
+ */
 function withNamedStatements(pool: pg.Pool): PostgresPool {
   const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   return {
@@ -100,12 +118,29 @@ function withNamedStatements(pool: pg.Pool): PostgresPool {
       const client = await pool.connect();
       let wrapper = wrapped.get(client);
       if (!wrapper) {
-        const query = (text: unknown, values?: unknown[]) => {
+        let lost: unknown;
+        // The pool listens for errors only on idle clients: a connection lost while checked out
+        // (between a transaction's queries) emits an 'error' nobody hears, which ends the process.
+        client.on('error', (error) => (lost ??= error));
+        const send = (text: unknown, values?: unknown[]) => {
           const name = typeof text === 'string' ? statementNames.get(text) : undefined;
           if (name !== undefined) return client.query({ name, text: text as string, values });
           return client.query(text as string, values);
         };
-        wrapper = { query, release: (error?: Error | boolean) => client.release(error) } as unknown as PostgresPoolClient;
+        const query = async (text: unknown, values?: unknown[]) => {
+          if (lost !== undefined) throw lost;
+          try {
+            return await send(text, values);
+          } catch (error) {
+            if (isConnectionLost(error)) lost = error;
+            throw error;
+          }
+        };
+        const release = (error?: Error | boolean) => {
+          if (lost !== undefined) wrapped.delete(client);
+          client.release(lost !== undefined ? (lost as Error) : error);
+        };
+        wrapper = { query, release } as unknown as PostgresPoolClient;
         wrapped.set(client, wrapper);
       }
       return wrapper;
@@ -219,8 +254,34 @@ export function isEncodingError(error: unknown): boolean {
   return code === '22021' || code === '22P05';
 }
 
-/** PostgreSQL cancelled a statement that ran past DATABASE_STATEMENT_TIMEOUT_MS (or a lock wait). */
+/**
+ * The database did not answer in time: PostgreSQL cancelled a statement that ran past
+ * DATABASE_STATEMENT_TIMEOUT_MS (or a lock wait), or SQLite's write lock stayed taken past its
+ * busy timeout.
+ */
 export function isStatementTimeout(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
-  return (error as { code?: unknown }).code === '57014';
+  const code = (error as { code?: unknown }).code;
+  return code === '57014' || code === 'SQLITE_BUSY';
+}
+
+// SQLSTATE classes 08 (connection exception) and 57P (operator intervention: terminated by
+// pg_terminate_backend, server shutting down or starting), and too many connections.
+const LOST_SQLSTATE = /^(08...|57P0[1-5]|53300)$/;
+const LOST_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+// What node-postgres says when a connection ends, cannot start, or a query passes query_timeout.
+const LOST_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable)/;
+
+/**
+ * PostgreSQL cannot be reached, or the connection a statement ran on was lost: nothing of an
+ * unfinished transaction was committed (PostgreSQL rolls it back with the connection). Worth a
+ * retry shortly; the pool opens new connections once the server answers again.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (LOST_SQLSTATE.test(code) || LOST_SOCKET.has(code))) return true;
+  if (error instanceof AggregateError) return error.errors.some(isConnectionLost);
+  return typeof message === 'string' && LOST_MESSAGE.test(message);
 }

@@ -14,7 +14,7 @@ import {
   ValidationError,
   type FieldError,
 } from '../domain/errors.js';
-import { isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/database.js';
+import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/database.js';
 import { sendProblem } from './problem.js';
 
 /** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
@@ -153,6 +153,21 @@ export function errorHandler(docsUrl: string) {
         503,
         'service_unavailable',
         'The database did not answer in time; nothing was changed. Retry shortly.',
+      );
+    }
+    if (isConnectionLost(error)) {
+      // PostgreSQL is unreachable or dropped the connection mid-request: a transaction that had
+      // not committed was rolled back with it. Only a COMMIT lost in flight leaves the outcome
+      // unknown, which is what Idempotency-Key retries are for.
+      request.log.warn({ err: error }, 'database connection lost');
+      reply.header('retry-after', '2');
+      return sendProblem(
+        request,
+        reply,
+        docsUrl,
+        503,
+        'service_unavailable',
+        'The database cannot be reached at the moment. Retry shortly; a POST retried with the same Idempotency-Key is applied at most once.',
       );
     }
     const status = fastifyError.statusCode ?? 500;

@@ -155,7 +155,8 @@ function parameters(route: Documented): Json[] {
 /**
  * Statuses any operation can answer whatever its own logic: a request Node's parser refuses (400),
  * one that stalls (408), an over-long URL (414) or headers (431), a failure of ours (500), and a
- * database that did not answer within its statement timeout (503, with Retry-After).
+ * database that did not answer within its statement timeout or cannot be reached (503, with
+ * Retry-After).
  */
 const EDGE_STATUSES = [400, 408, 414, 431, 500, 503];
 

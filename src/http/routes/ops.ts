@@ -1,12 +1,16 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { migrationsApplied, type Db } from '../../db/database.js';
+import { withDeadline } from '../../infra/deadline.js';
 import type { DependencyHealth } from '../../infra/health.js';
 import type { ShutdownState } from '../shutdown.js';
+
+const READY_DEADLINE_MS = 3000;
 
 /**
  * Liveness and readiness for load balancers and orchestrators; no key needed. Ready (200) names
  * the shared dependencies the instance is working without (`degraded`: ["redis"] while Redis is
- * unreachable and limits are counted locally): still serving, but worth an operator's look.
+ * unreachable and limits are counted locally): still serving, but worth an operator's look. Not
+ * ready (503) while the database cannot be reached.
  */
 export const opsRoutes: FastifyPluginAsync<{ db: Db; shutdown: ShutdownState; health?: DependencyHealth }> = async (
   app,
@@ -17,7 +21,9 @@ export const opsRoutes: FastifyPluginAsync<{ db: Db; shutdown: ShutdownState; he
     // From the first moment of a shutdown, so that load balancers send no more traffic here.
     if (shutdown.shuttingDown) return reply.code(503).send({ status: 'shutting down' });
     try {
-      if (await migrationsApplied(db)) {
+      // Answered within 3 s even when the database stalls: probes of load balancers give up sooner
+      // than the pool's own deadlines (5 s to connect).
+      if (await withDeadline(migrationsApplied(db), READY_DEADLINE_MS, 'the database')) {
         const degraded = health?.degraded() ?? [];
         return degraded.length > 0 ? { status: 'ready', degraded } : { status: 'ready' };
       }

@@ -87,15 +87,6 @@ export async function closeRedisClient(client: RedisClient): Promise<void> {
   if (client.isOpen) client.destroy();
 }
 
-/** `work`, or a rejection once `ms` have passed: for calls that take no command timeout (MULTI). */
-export function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
-}
-
 /** Runs a Lua script by its SHA1, loading it first when Redis does not know it (after a restart). */
 export async function runScript(
   client: RedisClient,

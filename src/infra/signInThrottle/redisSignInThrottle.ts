@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { UnavailableError } from '../../domain/errors.js';
+import { withDeadline } from '../deadline.js';
 import { DependencyHealth } from '../health.js';
 import {
   closeRedisClient,
@@ -8,7 +9,6 @@ import {
   openRedisClient,
   runScript,
   STARTUP_WAIT_MS,
-  withDeadline,
   type RedisClient,
 } from '../redis/connection.js';
 import { countersOf, waitSeconds, WINDOW_MS, type SignInAttempt, type SignInThrottle } from './signInThrottle.js';

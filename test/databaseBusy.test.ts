@@ -1,0 +1,52 @@
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+
+/**
+ * SQLite's write lock held longer than its busy timeout (5 s) by another process on the same file
+ * (an operator's CLI, a backup): a write answers 503 `service_unavailable` with Retry-After, never
+ * a 500, and writes nothing; once the lock is released the same request succeeds.
+ */
+describe('sqlite: with the write lock held by another process', () => {
+  let env: ServerEnv;
+  let server: ServerProcess;
+  let key: string;
+
+  beforeAll(async () => {
+    env = await serverEnv('sqlite');
+    key = (await orgWithKey(env.env)).key;
+    server = await startServerProcess(env);
+  }, 120_000);
+
+  afterAll(async () => {
+    server?.child.kill('SIGKILL');
+    await server?.exited;
+    await env?.dispose();
+  });
+
+  it('answers a write 503 service_unavailable with Retry-After, and writes nothing', async () => {
+    const post = () =>
+      fetch(`${env.url}/api/v1/contacts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ first_name: 'Busy', email: 'busy@example.com' }),
+        signal: AbortSignal.timeout(60_000),
+      });
+    const other = new SQLite(path.join(env.env.DATA_DIR!, 'orgdata.sqlite'));
+    try {
+      other.exec('begin immediate');
+      const res = await post();
+      const body = (await res.json()) as { code: string };
+      expect(res.status, JSON.stringify(body)).toBe(503);
+      expect(body.code).toBe('service_unavailable');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      other.exec('rollback');
+      expect(other.prepare("select count(*) as n from contacts where email = 'busy@example.com'").get()).toEqual({ n: 0 });
+    } finally {
+      if (other.inTransaction) other.exec('rollback');
+      other.close();
+    }
+    expect((await post()).status).toBe(201);
+  }, 60_000);
+});
