@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { migrateToLatest, openDatabase, type Db } from './db/database.js';
+import { isConnectionLost, isStatementTimeout, migrateToLatest, openDatabase, type Db } from './db/database.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
 import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
@@ -225,25 +225,42 @@ run(argv).then(
     if (result) process.stdout.write((asJson ? JSON.stringify(result.json, null, 2) : result.text) + '\n');
   },
   (error: unknown) => {
-    let message: string;
-    let code = 1;
-    if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
-      message = `${error.message}\n\n${USAGE}`;
-      code = 2;
-    } else if (error instanceof ConfigError) {
-      message = `configuration error: ${error.message}`;
-    } else if (error instanceof ValidationError) {
-      message = error.errors.map((e) => `${e.field}: ${e.message}`).join('\n');
-    } else if (error instanceof ServiceError) {
-      message = error.message;
-    } else {
-      message = error instanceof Error ? error.message : String(error);
-    }
+    const { code, message, exitCode } = describeFailure(error);
     if (asJson) {
-      process.stdout.write(JSON.stringify({ error: { code: error instanceof ServiceError ? error.code : 'error', message } }) + '\n');
+      process.stdout.write(JSON.stringify({ error: { code, message } }) + '\n');
     } else {
       process.stderr.write(`orgdata: ${message}\n`);
     }
-    process.exit(code);
+    process.exit(exitCode);
   },
 );
+
+/**
+ * What a failed command prints and exits with. Codes (`--json`: `{"error":{"code","message"}}`):
+ * `usage` (exit 2); `configuration`; the domain's own codes (`invalid_request`, `not_found`,
+ * `member_exists`, …); `database_busy` and `database_unavailable` (exit 75, EX_TEMPFAIL: nothing
+ * was changed, run it again); `internal_error` for anything unforeseen.
+ */
+function describeFailure(error: unknown): { code: string; message: string; exitCode: number } {
+  if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+    return { code: 'usage', message: `${error.message}\n\n${USAGE}`, exitCode: 2 };
+  }
+  if (error instanceof ConfigError) return { code: 'configuration', message: `configuration error: ${error.message}`, exitCode: 1 };
+  if (error instanceof ValidationError) {
+    return { code: error.code, message: error.errors.map((e) => `${e.field}: ${e.message}`).join('\n'), exitCode: 1 };
+  }
+  if (error instanceof ServiceError) return { code: error.code, message: error.message, exitCode: 1 };
+  if (isStatementTimeout(error)) {
+    return {
+      code: 'database_busy',
+      message:
+        'the database stayed busy (another process held its write lock) past the wait limit; nothing was changed, run the command again',
+      exitCode: 75,
+    };
+  }
+  if (isConnectionLost(error)) {
+    const detail = error instanceof Error ? ` (${error.message})` : '';
+    return { code: 'database_unavailable', message: `the database could not be reached${detail}; nothing was changed`, exitCode: 75 };
+  }
+  return { code: 'internal_error', message: error instanceof Error ? error.message : String(error), exitCode: 1 };
+}

@@ -2,10 +2,12 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
+  CompiledQuery,
   Kysely,
   Migrator,
   PostgresDialect,
   SqliteDialect,
+  type Driver,
   type Migration,
   type MigrationProvider,
   type PostgresPool,
@@ -85,9 +87,28 @@ export function openDatabase(options: DatabaseOptions): Db {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   const statements = withStatementCache(sqlite);
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  const kysely = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: statements }) });
   direct.set(kysely, { sqlite, prepare: statements.prepare });
   return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+}
+
+/**
+ * SQLite's dialect, with every transaction opened by `BEGIN IMMEDIATE`: it takes the write lock
+ * at once, waiting up to busy_timeout for another process (the CLI beside a running server, two
+ * CLI runs) to finish. Kysely's `BEGIN` is deferred: a transaction that reads and then writes
+ * while another process writes fails with SQLITE_BUSY at its first write without waiting, since
+ * SQLite cannot upgrade a read snapshot that is no longer the newest. Within one process the
+ * dialect's single connection already runs one transaction at a time, so nothing is lost by
+ * taking the lock early.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    driver.beginTransaction = async (connection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
 }
 
 const statementNames = new Map<string, string>();
@@ -221,6 +242,8 @@ export function migrator(db: Db): Migrator {
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const { error, results } = await migrator(db).migrateToLatest();
   if (error) {
+    // Waiting too long for the write lock or losing the server is not the migration's fault: say so.
+    if (isStatementTimeout(error) || isConnectionLost(error)) throw error;
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -262,7 +285,7 @@ export function isEncodingError(error: unknown): boolean {
 export function isStatementTimeout(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
-  return code === '57014' || code === 'SQLITE_BUSY';
+  return code === '57014' || (typeof code === 'string' && code.startsWith('SQLITE_BUSY'));
 }
 
 // SQLSTATE classes 08 (connection exception) and 57P (operator intervention: terminated by

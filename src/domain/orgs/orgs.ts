@@ -35,7 +35,7 @@ function checkRole(role: string, errors: FieldError[]): role is Role {
 async function findOrCreateUser(
   db: Kysely<Database>,
   email: string,
-  password: string,
+  passwordHash: string,
   now: Date,
 ): Promise<UserView & { created: boolean }> {
   const existing = await db.selectFrom('users').select(['id', 'email']).where('email_lower', '=', email.toLowerCase()).executeTakeFirst();
@@ -45,7 +45,7 @@ async function findOrCreateUser(
     email,
     email_lower: email.toLowerCase(),
     name: email.split('@')[0] ?? email,
-    password_hash: await hashPassword(password),
+    password_hash: passwordHash,
     created_at: nowIso(now),
     deactivated_at: null,
   };
@@ -65,10 +65,13 @@ export async function createOrg(
   checkPassword(input.adminPassword, errors);
   if (errors.length > 0) throw new ValidationError(errors);
 
+  // Hashed before the transaction, whether or not the user exists: hashing takes tens of
+  // milliseconds, which the write lock must not wait on.
+  const passwordHash = await hashPassword(input.adminPassword);
   return db.transaction().execute(async (trx) => {
     const org = { id: newId('org'), name, created_at: nowIso(now) };
     await trx.insertInto('orgs').values(org).execute();
-    const user = await findOrCreateUser(trx, input.adminEmail, input.adminPassword, now);
+    const user = await findOrCreateUser(trx, input.adminEmail, passwordHash, now);
     await trx.insertInto('memberships').values({ org_id: org.id, user_id: user.id, role: 'admin', created_at: org.created_at }).execute();
     return { org: { id: org.id, name: org.name }, user: { id: user.id, email: user.email } };
   });
@@ -90,8 +93,10 @@ export async function addUser(
   const role = input.role;
   if (!checkRole(role, errors) || errors.length > 0) throw new ValidationError(errors);
   await requireOrg(db, input.orgId);
+  // Hashed before the transaction (see createOrg); unused when the user exists already.
+  const passwordHash = await hashPassword(input.password);
   return db.transaction().execute(async (trx) => {
-    const user = await findOrCreateUser(trx, input.email, input.password, now);
+    const user = await findOrCreateUser(trx, input.email, passwordHash, now);
     const member = await trx
       .selectFrom('memberships')
       .select('role')
