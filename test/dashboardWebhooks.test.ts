@@ -61,6 +61,9 @@ describe.each(DIALECTS)('dashboard webhooks on %s', (dialect) => {
       ['https://169.254.169.254/latest', 'link-local'],
       ['https://[::ffff:127.0.0.1]/hook', 'loopback'],
       ['https://localhost./hook', 'loopback'],
+      // A name that does not resolve (.invalid never does) gets the one message every host name
+      // refused after a lookup gets: the form does not tell what a name resolves to here.
+      ['https://nowhere.invalid/hook', 'its host must resolve, from this server, to public addresses only'],
     ]) {
       const res = await admin.post(WEBHOOKS, { url: url!, events: ['*'] });
       expect(res.statusCode, url).toBe(400);

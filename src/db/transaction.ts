@@ -27,3 +27,16 @@ export async function lockRow(
   const result = await sql`select id from ${sql.table(table)} where org_id = ${orgId} and id = ${id} ${forUpdate}`.execute(trx);
   return result.rows.length > 0;
 }
+
+/**
+ * Locks the organisation's row for the rest of the transaction (PostgreSQL `FOR UPDATE`), so that
+ * a per-organisation limit checked by counting and then inserting holds under concurrent requests
+ * on any instance: the second request waits at the lock and then counts the first one's row.
+ * SQLite's transactions take the database's write lock when they begin (BEGIN IMMEDIATE), which
+ * serialises them already.
+ */
+export async function lockOrg(trx: Kysely<Database>, orgId: string): Promise<void> {
+  if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+    await sql`select id from orgs where id = ${orgId} for update`.execute(trx);
+  }
+}

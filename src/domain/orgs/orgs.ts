@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { lockOrg } from '../../db/transaction.js';
 import type { Database, Role } from '../../db/schema.js';
 import { revokeKeysCreatedBy } from '../apiKeys/apiKeys.js';
 import { keysRevoked } from '../apiKeys/keyCache.js';
@@ -147,6 +148,8 @@ export async function setRole(
   const role = input.role;
   if (!checkRole(role, errors)) throw new ValidationError(errors);
   const result = await db.transaction().execute(async (trx) => {
+    // "At least one admin" holds under concurrent demotions and removals only if they take turns.
+    await lockOrg(trx, input.orgId);
     const member = await findMember(trx, input.orgId, input.email);
     let revoked = 0;
     if (member.role === 'admin' && role === 'member') {
@@ -171,6 +174,7 @@ export async function removeMember(
   now = new Date(),
 ): Promise<{ id: string; email: string; revoked_keys: number }> {
   const result = await db.transaction().execute(async (trx) => {
+    await lockOrg(trx, input.orgId);
     const member = await findMember(trx, input.orgId, input.email);
     if (member.role === 'admin' && (await countAdmins(trx, input.orgId)) <= 1) {
       throw ValidationError.field('email', 'the organisation must keep at least one admin');

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import type { WebhookEndpointsTable, WebhookEndpointStatus } from '../../db/schema.js';
+import { inTransaction, lockOrg } from '../../db/transaction.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isId, newId, nowIso } from '../ids.js';
 import { parsePattern } from '../events/types.js';
@@ -84,15 +85,8 @@ export interface CreateEndpointInput {
 export async function createEndpoint(ctx: WebhookCtx, policy: UrlPolicy, input: CreateEndpointInput): Promise<EndpointWithSecret> {
   const createdBy = await requireManager(ctx);
   const events = checkEventPatterns(input.events);
+  // The URL is vetted (a DNS lookup) before the transaction: no network wait under a lock.
   const { url } = await vetWebhookUrl(input.url, policy);
-  const count = await ctx.db
-    .selectFrom('webhook_endpoints')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('org_id', '=', ctx.orgId)
-    .executeTakeFirstOrThrow();
-  if (Number(count.n) >= MAX_ENDPOINTS_PER_ORG) {
-    throw ValidationError.field('url', `an organisation can have at most ${MAX_ENDPOINTS_PER_ORG} webhook endpoints; delete one first`);
-  }
   const at = nowIso(ctx.now);
   const row: Selectable<WebhookEndpointsTable> = {
     id: newId('we'),
@@ -110,7 +104,20 @@ export async function createEndpoint(ctx: WebhookCtx, policy: UrlPolicy, input: 
     created_at: at,
     updated_at: at,
   };
-  await ctx.db.insertInto('webhook_endpoints').values(row).execute();
+  // Count and insert under the organisation's lock: concurrent creates (on any instance) then
+  // cannot all see 19 and each add one.
+  await inTransaction(ctx.db, async (trx) => {
+    await lockOrg(trx, ctx.orgId);
+    const count = await trx
+      .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('org_id', '=', ctx.orgId)
+      .executeTakeFirstOrThrow();
+    if (Number(count.n) >= MAX_ENDPOINTS_PER_ORG) {
+      throw ValidationError.field('url', `an organisation can have at most ${MAX_ENDPOINTS_PER_ORG} webhook endpoints; delete one first`);
+    }
+    await trx.insertInto('webhook_endpoints').values(row).execute();
+  });
   return { ...toEndpointView(row, ctx.now), secret: row.secret };
 }
 

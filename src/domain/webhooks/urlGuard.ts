@@ -95,6 +95,10 @@ function hostOf(url: URL): string {
 
 const isLocalhostName = (host: string) => /(^|\.)localhost\.?$/i.test(host);
 
+/** The one refusal of a host name that does not resolve to public addresses only (see vetWebhookUrl). */
+export const UNREACHABLE_HOST =
+  'must reach the public internet: its host must resolve, from this server, to public addresses only, and it does not (or could not be resolved)';
+
 function refuse(message: string): ValidationError {
   return ValidationError.field('url', message);
 }
@@ -122,8 +126,8 @@ export function parseWebhookUrl(raw: string, policy: UrlPolicy): URL {
 /**
  * Checks a URL and the addresses its host resolves to; returns the address to connect to. Every
  * address the name resolves to must be allowed (a name with one public and one private address is
- * refused: the connection could go to either). Throws a ValidationError on field `url` naming the
- * rule that refused it.
+ * refused: the connection could go to either). Throws a ValidationError on field `url`: naming
+ * the rule for a literal address, UNREACHABLE_HOST for any host name refused after a lookup.
  */
 export async function vetWebhookUrl(raw: string, policy: UrlPolicy): Promise<{ url: URL; address: ResolvedAddress }> {
   const url = parseWebhookUrl(raw, policy);
@@ -137,17 +141,17 @@ export async function vetWebhookUrl(raw: string, policy: UrlPolicy): Promise<{ u
   if (!policy.allowPrivateUrls && isLocalhostName(host)) {
     throw refuse(`must not point to a loopback address: ${host} is this machine; webhook URLs must reach the public internet`);
   }
+  // A host name is refused with one message whatever the reason (no answer, no address, a private
+  // or reserved one): saying which would tell whoever edits a webhook what names resolve to on the
+  // server's network (`intranet.corp resolves to 10.0.0.1`), a map of it for an attacker. Literal
+  // addresses and localhost names are told their rule: that comes from the URL's text alone.
   let addresses: ResolvedAddress[];
   try {
     addresses = await (policy.resolve ?? systemResolve)(host.replace(/\.$/, ''));
-  } catch (error) {
-    const code = (error as { code?: string }).code ?? 'lookup failed';
-    throw refuse(`host ${host} could not be resolved (${code})`);
+  } catch {
+    throw refuse(UNREACHABLE_HOST);
   }
-  if (addresses.length === 0) throw refuse(`host ${host} resolves to no address`);
-  for (const { address } of addresses) {
-    const why = rule(address);
-    if (why) throw refuse(`must not point to ${why}: ${host} resolves to ${address}; webhook URLs must reach the public internet`);
-  }
+  if (addresses.length === 0) throw refuse(UNREACHABLE_HOST);
+  if (addresses.some(({ address }) => rule(address) !== null)) throw refuse(UNREACHABLE_HOST);
   return { url, address: addresses[0]! };
 }
