@@ -1,21 +1,32 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { sql } from 'kysely';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { isConnectionLost, isStatementTimeout, migrateToLatest, openDatabase, type Db } from './db/database.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
 import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
+import { listOrgMembers } from './domain/orgs/members.js';
+import { listOrgs, setPassword } from './domain/orgs/operator.js';
+import { checkSecretFingerprint } from './db/secretFingerprint.js';
 import { openRevocationGuard } from './infra/choose.js';
 import { startServer } from './server.js';
 import { webhookCommand } from './cli/webhooks.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
 
+  orgdata --version                  print the version
   orgdata serve                      run the server (applies pending migrations first)
-  orgdata migrate                    apply migrations and exit
+  orgdata migrate [--accept-new-secret]
+                                     apply migrations and exit (creates the database when there is none)
   orgdata org create --name NAME --admin-email EMAIL --admin-password PW
+  orgdata org list                   organisations with their ids
+  orgdata users list --org ORG_ID
   orgdata users add --org ORG_ID --email EMAIL --password PW --role admin|member
   orgdata users set-role --org ORG_ID --email EMAIL --role admin|member
+  orgdata users set-password --org ORG_ID --email EMAIL
+                                     reads the new password from standard input (a prompt on a terminal)
   orgdata keys create --org ORG_ID --admin-email EMAIL --name NAME --scopes a,b [--expires-days N | --never]
   orgdata keys list --org ORG_ID
   orgdata keys revoke --org ORG_ID KEY_ID
@@ -35,8 +46,12 @@ function required(options: Options, name: string): string {
   return value;
 }
 
+/**
+ * Opens the existing database for a command (never creating one: see openDatabase's mustExist),
+ * applies pending migrations and checks SECRET_KEY against the data's (checkSecretFingerprint).
+ */
 async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, mustExist: true });
   // Servers over PostgreSQL cache verified keys and hear of revocations through Redis (REDIS_URL)
   // or PostgreSQL's NOTIFY: a revocation made here is published there too (on SQLite they see
   // the file change).
@@ -45,7 +60,9 @@ async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T
   const onUnpublished = (error: unknown) => unpublished.push(error instanceof Error ? error.message : String(error));
   const feed = db.dialect === 'postgres' ? await openRevocationGuard(config, db, { listen: false, onUnpublished }) : null;
   try {
+    if (db.dialect === 'postgres') await requireTables(db);
     await migrateToLatest(db);
+    await checkSecretFingerprint(db.kysely, config.secretKey);
     return await run(db);
   } finally {
     await feed?.close?.();
@@ -59,6 +76,67 @@ async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T
   }
 }
 
+/** A PostgreSQL database the server has never used has no tables: the command is pointed at the wrong one. */
+async function requireTables(db: Db): Promise<void> {
+  const { rows } = await sql<{ found: string | null }>`select to_regclass('kysely_migration')::text as found`.execute(db.kysely);
+  if (!rows[0]?.found) {
+    throw new ConfigError(
+      'DATABASE_URL',
+      'that database has no orgdata tables. Point DATABASE_URL at the database the server uses, or run `orgdata migrate` (or start the server) to create them.',
+    );
+  }
+}
+
+/** The package's version, from its package.json (one level above both src/ and dist/). */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/**
+ * A new password for `users set-password`: standard input's first line, or asked for (twice, not
+ * echoed) on a terminal. Never an argument: arguments show in `ps` and in shell history.
+ */
+async function readNewPassword(): Promise<string> {
+  if (!process.stdin.isTTY) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    return text.split(/\r?\n/)[0] ?? '';
+  }
+  const first = await promptHidden('New password: ');
+  const second = await promptHidden('Again: ');
+  if (first !== second) throw new UsageError('the two passwords differ');
+  return first;
+}
+
+function promptHidden(question: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const input = process.stdin;
+    process.stderr.write(question);
+    input.setRawMode(true);
+    input.resume();
+    let answer = '';
+    const done = (error?: Error) => {
+      input.setRawMode(false);
+      input.pause();
+      input.off('data', onData);
+      process.stderr.write('\n');
+      if (error) reject(error);
+      else resolve(answer);
+    };
+    const onData = (data: Buffer) => {
+      for (const char of data.toString('utf8')) {
+        if (char === '\r' || char === '\n') return done();
+        if (char === '\u0003') return done(new UsageError('cancelled'));
+        if (char === '\u007f') answer = answer.slice(0, -1);
+        else answer += char;
+      }
+    };
+    input.on('data', onData);
+  });
+}
+
 async function run(argv: string[]): Promise<{ json: unknown; text: string } | null> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -66,6 +144,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     options: {
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+      'accept-new-secret': { type: 'boolean' },
       name: { type: 'string' },
       'admin-email': { type: 'string' },
       'admin-password': { type: 'string' },
@@ -81,9 +161,11 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     },
   });
   const [group, action, ...rest] = positionals;
+  if (values.version) return { json: { version: version() }, text: `orgdata ${version()}` };
   if (values.help || !group) return { json: { usage: USAGE }, text: USAGE };
-  const config = loadConfig();
   const command = action && group !== 'serve' && group !== 'migrate' ? `${group} ${action}` : group;
+  // Only the server and `migrate` make a new installation (database, generated secret).
+  const config = loadConfig(process.env, { createSecret: command === 'serve' || command === 'migrate' });
 
   switch (command) {
     case 'serve': {
@@ -116,8 +198,38 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     }
     case 'migrate': {
       const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-      const applied = await migrateToLatest(db).finally(() => db.close());
-      return { json: { applied }, text: applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date' };
+      const applied = await migrateToLatest(db)
+        .then(async (names) => {
+          await checkSecretFingerprint(db.kysely, config.secretKey, { acceptNew: values['accept-new-secret'] === true });
+          return names;
+        })
+        .finally(() => db.close());
+      const text = applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date';
+      return { json: { applied }, text: values['accept-new-secret'] ? `${text}; the data now goes with this SECRET_KEY` : text };
+    }
+    case 'org list': {
+      const orgs = await withDb(config, (db) => listOrgs(db.kysely));
+      const text = orgs.map((o) => `${o.id}  ${o.name}  ${o.members} member(s), ${o.admins} admin(s)  created ${o.created_at}`).join('\n');
+      return { json: orgs, text: text || 'no organisations yet: make one with `orgdata org create`' };
+    }
+    case 'users list': {
+      const orgId = required(values, 'org');
+      const members = await withDb(config, async (db) => {
+        // The operator acts on the organisation's behalf, through its first admin.
+        const userId = await firstAdminOf(db.kysely, orgId);
+        return listOrgMembers({ db: db.kysely, orgId, actor: { kind: 'user', userId, role: 'admin' }, requestId: 'cli', now: new Date() });
+      });
+      const text = members
+        .map((m) => `${m.user_id}  ${m.email}  ${m.role}  joined ${m.joined_at}  ${m.active_keys} active key(s)`)
+        .join('\n');
+      return { json: members, text };
+    }
+    case 'users set-password': {
+      const orgId = required(values, 'org');
+      const email = required(values, 'email');
+      const password = await readNewPassword();
+      const user = await withDb(config, (db) => setPassword(db.kysely, { orgId, email, password }));
+      return { json: user, text: `set a new password for ${user.email}; signed out of ${user.ended_sessions} dashboard session(s)` };
     }
     case 'org create': {
       const result = await withDb(config, (db) =>

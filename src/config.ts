@@ -193,8 +193,12 @@ function blobStore(env: Env): 'local' | 's3' {
   return raw;
 }
 
-/** SECRET_KEY signs cursors, upload links and keys' hashes; generated once into DATA_DIR when unset. */
-function secretKey(env: Env, dataDir: string): string {
+/**
+ * SECRET_KEY signs cursors, upload links and keys' hashes; generated once into DATA_DIR when unset
+ * (by the server and `orgdata migrate` only: any other command finding none is pointed at the
+ * wrong DATA_DIR, and a new secret there would only hide that).
+ */
+function secretKey(env: Env, dataDir: string, create: boolean): string {
   const raw = env.SECRET_KEY;
   if (raw !== undefined && raw !== '') {
     if (raw.length < 32) throw new ConfigError('SECRET_KEY', 'must be at least 32 characters long');
@@ -202,13 +206,25 @@ function secretKey(env: Env, dataDir: string): string {
   }
   const file = path.join(dataDir, 'secret.key');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (!create) {
+    throw new ConfigError(
+      'SECRET_KEY',
+      `is not set and there is no ${file}: no orgdata data was found there. Point DATA_DIR at the directory the server uses ` +
+        '(or set SECRET_KEY and DATABASE_URL as the server has them), or start the server once (npm start) to create it.',
+    );
+  }
   mkdirSync(dataDir, { recursive: true });
   const generated = randomBytes(32).toString('base64url');
   writeFileSync(file, generated + '\n', { mode: 0o600, flag: 'wx' });
   return generated;
 }
 
-export function loadConfig(env: Env = process.env): Config {
+export interface LoadOptions {
+  /** Generate DATA_DIR/secret.key when SECRET_KEY is unset and there is none (default true). */
+  createSecret?: boolean;
+}
+
+export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const publicUrl = url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']);
   const dataDir = path.resolve(env.DATA_DIR || './data');
@@ -242,7 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     databaseUrl,
     redisUrl: env.REDIS_URL ? url(env, 'REDIS_URL', '', ['redis:', 'rediss:']) : null,
-    secretKey: secretKey(env, dataDir),
+    secretKey: secretKey(env, dataDir, options.createSecret ?? true),
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 60, 1),
     rateLimitPerSecond: positiveNumber(env, 'RATE_LIMIT_PER_SECOND', 5),
     dailyQuota: int(env, 'DAILY_QUOTA', 10_000, 1),

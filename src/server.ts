@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/database.js';
+import { checkSecretFingerprint } from './db/secretFingerprint.js';
 import { buildApp } from './http/app.js';
 import { purgeExpired } from './infra/idempotency/store.js';
 import { purgeAbandonedUploads } from './domain/files/files.js';
@@ -34,7 +35,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const database = { databaseUrl: config.databaseUrl, dataDir: config.dataDir };
   // Migrations run without the statement timeout: building an index on a large table takes time.
   const migrations = openDatabase({ ...database, poolSize: 1 });
-  await migrateToLatest(migrations).finally(() => migrations.close());
+  await migrateToLatest(migrations)
+    .then(() => checkSecretFingerprint(migrations.kysely, config.secretKey))
+    .finally(() => migrations.close());
   const db = openDatabase({ ...database, poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs });
   const health = new DependencyHealth();
   const [rateLimiter, signInThrottle, keyCache] = await Promise.all([

@@ -47,6 +47,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '007_event_resource_order',
       '008_drop_events_age',
       '009_blob_purges',
+      '010_settings',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

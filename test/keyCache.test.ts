@@ -43,6 +43,7 @@ describe.each(SETUPS)('a key revoked by another process on $name', (setup) => {
   beforeAll(async () => {
     env = await serverEnv(setup.dialect, setup.redis ? { REDIS_URL: REDIS! } : {});
     adminEmail = `admin-${randomBase62(8).toLowerCase()}@example.com`;
+    await cli(env.env, ['migrate']);
     const created = await cli<{ org: { id: string } }>(env.env, [
       'org',
       'create',

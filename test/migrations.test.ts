@@ -111,7 +111,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     ]);
   });
 
-  it('undoes 006 to 009 and applies them again', async () => {
+  it('undoes 006 to 010 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);
     await migrateTo(db, '005_list_indexes');
@@ -120,6 +120,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '007_event_resource_order',
       '008_drop_events_age',
       '009_blob_purges',
+      '010_settings',
     ]);
   });
 });

@@ -30,6 +30,7 @@ describe('orgdata webhooks CLI', { timeout: 180_000 }, () => {
   };
 
   beforeAll(async () => {
+    await json(['migrate']);
     const made = await json([
       'org',
       'create',

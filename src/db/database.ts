@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { ConfigError } from '../config.js';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
@@ -23,6 +24,7 @@ import * as contactLabelOrder from './migrations/006_contact_label_order.js';
 import * as eventResourceOrder from './migrations/007_event_resource_order.js';
 import * as dropEventsAge from './migrations/008_drop_events_age.js';
 import * as blobPurges from './migrations/009_blob_purges.js';
+import * as settings from './migrations/010_settings.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -50,6 +52,11 @@ export interface DatabaseOptions {
    * Default none.
    */
   statementTimeoutMs?: number;
+  /**
+   * SQLite only: refuse to create the database file when there is none (every CLI command but
+   * `serve` and `migrate`: a command pointed at the wrong DATA_DIR must say so, not start afresh).
+   */
+  mustExist?: boolean;
 }
 
 export function openDatabase(options: DatabaseOptions): Db {
@@ -78,8 +85,15 @@ export function openDatabase(options: DatabaseOptions): Db {
   }
   let file = ':memory:';
   if (options.dataDir !== ':memory:') {
-    mkdirSync(options.dataDir, { recursive: true });
     file = path.join(options.dataDir, 'orgdata.sqlite');
+    if (options.mustExist && !existsSync(file)) {
+      throw new ConfigError(
+        'DATA_DIR',
+        `there is no database at ${file}. Point DATA_DIR at the directory the server uses (or set DATABASE_URL as it has it), ` +
+          'or start the server once (npm start) or run `orgdata migrate` to create one.',
+      );
+    }
+    mkdirSync(options.dataDir, { recursive: true });
   }
   const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
@@ -229,6 +243,7 @@ const migrations: Record<string, Migration> = {
   '007_event_resource_order': eventResourceOrder,
   '008_drop_events_age': dropEventsAge,
   '009_blob_purges': blobPurges,
+  '010_settings': settings,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

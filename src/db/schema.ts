@@ -210,6 +210,13 @@ export interface WebhookAttemptsTable {
   response_excerpt: string | null;
 }
 
+/** Facts about the installation, one row each (`secret_fingerprint`). */
+export interface SettingsTable {
+  name: string;
+  value: string;
+  updated_at: string;
+}
+
 export interface Database {
   orgs: OrgsTable;
   users: UsersTable;
@@ -223,6 +230,7 @@ export interface Database {
   group_members: GroupMembersTable;
   files: FilesTable;
   blob_purges: BlobPurgesTable;
+  settings: SettingsTable;
   sessions: SessionsTable;
   events: EventsTable;
   webhook_endpoints: WebhookEndpointsTable;

@@ -78,8 +78,12 @@ export async function cli<T = Record<string, unknown>>(env: Record<string, strin
   return JSON.parse(stdout) as T;
 }
 
-/** An organisation and an API key with every scope, made through the operator CLI. */
+/**
+ * An organisation and an API key with every scope, made through the operator CLI (after
+ * `orgdata migrate`, which creates the database: other commands never do).
+ */
 export async function orgWithKey(env: Record<string, string>): Promise<{ orgId: string; key: string; email: string; password: string }> {
+  await cli(env, ['migrate']);
   const email = `admin-${randomBase62(8).toLowerCase()}@example.com`;
   const created = await cli<{ org: { id: string } }>(env, [
     'org',

@@ -20,7 +20,7 @@ export interface UserView {
 const MIN_PASSWORD = 8;
 const MAX_PASSWORD = 1024;
 
-function checkPassword(password: string, errors: FieldError[]): void {
+export function checkPassword(password: string, errors: FieldError[]): void {
   if (password.length < MIN_PASSWORD || password.length > MAX_PASSWORD) {
     errors.push({ field: 'password', message: `must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters` });
   }
@@ -123,7 +123,7 @@ async function countAdmins(db: Kysely<Database>, orgId: string): Promise<number>
   return Number(row.n);
 }
 
-async function findMember(db: Kysely<Database>, orgId: string, email: string) {
+export async function findMember(db: Kysely<Database>, orgId: string, email: string) {
   const member = await db
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.user_id')
