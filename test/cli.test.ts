@@ -48,6 +48,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '008_drop_events_age',
       '009_blob_purges',
       '010_settings',
+      '011_source_types',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -26,7 +26,7 @@ describe.each(DIALECTS)('contacts on %s', (dialect) => {
       address: null,
       notes: null,
       labels: [],
-      source_type: 'manual',
+      source_type: 'api',
     });
     expect(contact.id).toMatch(/^con_[A-Za-z0-9]{20}$/);
     expect(contact.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);

@@ -134,7 +134,7 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
       ['contact.created', 'a@example.com'],
       ['contact.created', 'b@example.com'],
     ]);
-    expect(all[1]!.data.object.source_type).toBe('import');
+    expect(all[1]!.data.object.source_type).toBe('csv_import');
   });
 
   it('filters by type (exact or prefix) and time, with cursors bound to the filters', async () => {

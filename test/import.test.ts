@@ -94,7 +94,7 @@ describe.each(DIALECTS)('CSV import on %s', (dialect) => {
       email: 'ada@example.com',
       phone: '+44 1',
       address: null,
-      source_type: 'import',
+      source_type: 'csv_import',
     });
 
     const none = await importContacts(ctx, 'first_name,email\nX,nope\n', { partial: true });
@@ -104,7 +104,7 @@ describe.each(DIALECTS)('CSV import on %s', (dialect) => {
 
   it('refuses duplicate emails within the file and against existing contacts, case-insensitively', async () => {
     const { ctx, count } = await setup();
-    await createContact(ctx, { first_name: 'Existing', email: 'Taken@Example.com' });
+    await createContact(ctx, { first_name: 'Existing', email: 'Taken@Example.com' }, 'manual');
     const csv =
       'first_name,email\nOne,one@example.com\nTwo,ONE@example.com\nThree,taken@example.COM\nFour,four@example.com\nFive,one@example.com\n';
     const result = await importContacts(ctx, csv, { partial: true });
@@ -247,7 +247,7 @@ describe.each(DIALECTS)('CSV import on %s', (dialect) => {
     await expect(importContacts(reader, 'first_name,email\nA,a@example.com\n', { partial: true })).rejects.toThrow('contacts:write');
   });
 
-  it('shows imported contacts through the API with source_type import', async () => {
+  it('shows imported contacts through the API with source_type csv_import', async () => {
     const { org, ctx } = await setup();
     await createLabel(ctx, { name: 'Press' });
     await importContacts(ctx, 'first_name,last_name,email,labels\nAda,Lovelace,ada@example.com,Press\nAlan,Turing,alan@example.com,\n', {
@@ -258,8 +258,8 @@ describe.each(DIALECTS)('CSV import on %s', (dialect) => {
     expect(res.statusCode).toBe(200);
     const data = res.json().data as { email: string; source_type: string; labels: { name: string }[] }[];
     expect(data.map((c) => [c.email, c.source_type, c.labels.map((l) => l.name)])).toEqual([
-      ['ada@example.com', 'import', ['Press']],
-      ['alan@example.com', 'import', []],
+      ['ada@example.com', 'csv_import', ['Press']],
+      ['alan@example.com', 'csv_import', []],
     ]);
   });
 

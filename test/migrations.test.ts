@@ -111,7 +111,53 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     ]);
   });
 
-  it('undoes 006 to 010 and applies them again', async () => {
+  it('011 renames imported contacts csv_import, in their events too, and leaves text inside values alone', async () => {
+    db = await emptyDatabase(dialect);
+    await migrateTo(db, '010_settings');
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables as they were before 011
+    const old = db.kysely as unknown as Kysely<any>;
+    const at = '2024-01-01T10:00:00.000Z';
+    await old.insertInto('orgs').values({ id: 'org_1', name: 'Org', created_at: at }).execute();
+    const contact = (id: string, source_type: string, notes: string | null = null) => ({
+      id,
+      org_id: 'org_1',
+      first_name: id,
+      last_name: '',
+      email: `${id}@example.com`,
+      email_lower: `${id}@example.com`,
+      notes,
+      source_type,
+      created_at: at,
+      updated_at: at,
+    });
+    const tricky = 'pasted: "source_type":"import"';
+    const rows = [contact('con_i', 'import'), contact('con_m', 'manual', tricky)];
+    await old.insertInto('contacts').values(rows).execute();
+    await old
+      .insertInto('events')
+      .values(
+        rows.map((row, i) => ({
+          id: `evt_${i}`,
+          org_id: 'org_1',
+          type: 'contact.created',
+          resource: 'contact',
+          data: JSON.stringify({ object: { object: 'contact', ...row } }),
+          created_at: at,
+        })),
+      )
+      .execute();
+    expect(await migrateToLatest(db)).toContain('011_source_types');
+    const sources = await old.selectFrom('contacts').select(['id', 'source_type', 'notes']).orderBy('id').execute();
+    expect(sources).toEqual([
+      { id: 'con_i', source_type: 'csv_import', notes: null },
+      { id: 'con_m', source_type: 'manual', notes: tricky },
+    ]);
+    const events = await old.selectFrom('events').select(['id', 'data']).orderBy('id').execute();
+    expect(events.map((e: { data: string }) => JSON.parse(e.data).object.source_type)).toEqual(['csv_import', 'manual']);
+    expect(JSON.parse(events[1]!.data).object.notes).toBe(tricky);
+  });
+
+  it('undoes 006 to 011 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);
     await migrateTo(db, '005_list_indexes');
@@ -121,6 +167,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '008_drop_events_age',
       '009_blob_purges',
       '010_settings',
+      '011_source_types',
     ]);
   });
 });

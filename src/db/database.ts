@@ -25,6 +25,7 @@ import * as eventResourceOrder from './migrations/007_event_resource_order.js';
 import * as dropEventsAge from './migrations/008_drop_events_age.js';
 import * as blobPurges from './migrations/009_blob_purges.js';
 import * as settings from './migrations/010_settings.js';
+import * as sourceTypes from './migrations/011_source_types.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -244,6 +245,7 @@ const migrations: Record<string, Migration> = {
   '008_drop_events_age': dropEventsAge,
   '009_blob_purges': blobPurges,
   '010_settings': settings,
+  '011_source_types': sourceTypes,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

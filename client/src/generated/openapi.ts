@@ -82,7 +82,7 @@ export interface paths {
         put?: never;
         /**
          * Create a contact
-         * @description Creates a contact with `source_type` `manual`. Send an Idempotency-Key to retry safely.
+         * @description Creates a contact with `source_type` `api`. Send an Idempotency-Key to retry safely.
          *
          *     Requires the `contacts:write` scope.
          */
@@ -478,10 +478,10 @@ export interface components {
             notes: string | null;
             labels: components["schemas"]["Label"][];
             /**
-             * @description `manual` when made through the API or the dashboard form, `import` from the dashboard CSV import.
+             * @description How the contact was made: `manual` through the dashboard form, `api` through POST /contacts, `csv_import` from a row of the dashboard CSV import.
              * @enum {string}
              */
-            source_type: "manual" | "import";
+            source_type: "manual" | "api" | "csv_import";
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp with milliseconds.

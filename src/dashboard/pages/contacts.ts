@@ -196,7 +196,7 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     const ctx = ctxOf(request, db);
     const input = formInput(request.body);
     try {
-      const contact = await createContact(ctx, input);
+      const contact = await createContact(ctx, input, 'manual');
       flash(reply, `Created ${contact.first_name} ${contact.last_name}`.trim() + '.');
       return reply.redirect(`/contacts/${contact.id}`, 303);
     } catch (error) {

@@ -12,7 +12,11 @@ import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js'
 import { getContact } from './read.js';
 import { toContactView, toContactViews, type ContactView } from './view.js';
 
-export const SOURCE_TYPES = ['manual', 'import'] as const;
+/**
+ * How a contact came to be: `manual` from the dashboard's form, `api` from POST /contacts,
+ * `csv_import` from a row of the dashboard's CSV import.
+ */
+export const SOURCE_TYPES = ['manual', 'api', 'csv_import'] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
 export const MAX_LABELS_PER_REQUEST = 100;
 
@@ -135,7 +139,7 @@ export async function insertContacts(
   trx: Kysely<Database>,
   ctx: Ctx,
   inputs: ContactInput[],
-  sourceType: SourceType = 'manual',
+  sourceType: SourceType,
 ): Promise<ContactView[]> {
   requireScope(ctx.actor, 'contacts:write');
   inputs = inputs.map(withNormalEmail);
@@ -196,7 +200,7 @@ export async function insertContacts(
   return views;
 }
 
-export async function createContact(ctx: Ctx, given: ContactInput, sourceType: SourceType = 'manual'): Promise<ContactView> {
+export async function createContact(ctx: Ctx, given: ContactInput, sourceType: SourceType): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
   const input = withNormalEmail(given);
   checkFields(input);

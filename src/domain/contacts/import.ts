@@ -266,7 +266,7 @@ export async function importContacts(ctx: Ctx, csvText: string, options: { parti
           trx,
           ctx,
           valid.map((c) => c.input),
-          'import',
+          'csv_import',
         );
         const created = new Map(valid.map((c, i) => [c.result.row, contacts[i]!.id]));
         const rowsOut = checked.map(({ result }): ImportRowResult => {

@@ -46,13 +46,13 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
     schema: {
       operationId: 'createContact',
       summary: 'Create a contact',
-      description: 'Creates a contact with `source_type` `manual`. Send an Idempotency-Key to retry safely.',
+      description: 'Creates a contact with `source_type` `api`. Send an Idempotency-Key to retry safely.',
       tags,
       body: ContactCreate,
       response: responses({ 201: Contact }, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
     },
     handler: async (request, reply) => {
-      const contact = await createContact(ctxOf(request, db), request.body);
+      const contact = await createContact(ctxOf(request, db), request.body, 'api');
       reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`);
       return contact;
     },

@@ -35,8 +35,9 @@ export const Contact = named(
       notes,
       labels: Type.Array(Label),
       source_type: Type.String({
-        enum: ['manual', 'import'],
-        description: '`manual` when made through the API or the dashboard form, `import` from the dashboard CSV import.',
+        enum: ['manual', 'api', 'csv_import'],
+        description:
+          'How the contact was made: `manual` through the dashboard form, `api` through POST /contacts, `csv_import` from a row of the dashboard CSV import.',
       }),
       created_at: Timestamp,
       updated_at: Timestamp,
