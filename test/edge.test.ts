@@ -133,6 +133,24 @@ describe.each(DIALECTS)('the HTTP edge on %s', (dialect) => {
     expect(res.headers.allow).toBe('GET, POST');
   });
 
+  it('answers HEAD on pages, /docs and health checks as GET without a body; refuses it on the API links', async () => {
+    for (const url of ['/docs', '/docs/api/errors', '/login', '/contacts', '/healthz', '/readyz', '/api/v1/openapi.json']) {
+      const get = await h.app.inject({ method: 'GET', url });
+      const head = await h.app.inject({ method: 'HEAD', url });
+      if (url.startsWith('/api/')) {
+        expect(head.statusCode, url).toBe(405);
+        continue;
+      }
+      expect(head.statusCode, url).toBe(get.statusCode);
+      expect(head.headers['content-type'], url).toBe(get.headers['content-type']);
+      expect(head.headers.location, url).toBe(get.headers.location);
+      expect(head.body, url).toBe('');
+    }
+    const link = await h.app.inject({ method: 'HEAD', url: '/downloads/sometoken' });
+    expect(link.statusCode).toBe(405);
+    expect(link.headers.allow).toBe('GET');
+  });
+
   it('answers an over-long URL with 414 and a problem document', async () => {
     for (const url of [`/api/v1/contacts?email=${'a'.repeat(9000)}`, `/api/v1/contacts/${'a'.repeat(9000)}`]) {
       const res = await h.call(key, 'GET', url);

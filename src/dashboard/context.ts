@@ -25,7 +25,7 @@ export function requireSession(db: Kysely<Database>) {
       if (request.headers.authorization) {
         throw new UnauthorizedError('The dashboard is for people: sign in with your email and password. API keys only work on /api/v1.');
       }
-      const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
+      const next = request.method === 'GET' || request.method === 'HEAD' ? `?next=${encodeURIComponent(request.url)}` : '';
       return reply.redirect(`/login${next}`, 303);
     }
     request.session = session;

@@ -1,11 +1,11 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Db } from '../db/database.js';
 import type { RateLimiter } from '../infra/rateLimit/rateLimiter.js';
 import type { Config } from '../config.js';
 import { authenticatedApi } from './api.js';
 import { errorHandler } from './errorHandler.js';
-import { routeTable } from './methodNotAllowed.js';
+import { isApiPath, routeTable } from './methodNotAllowed.js';
 import { openApiCollector } from './openapi.js';
 import { newRequestId, sendProblem } from './problem.js';
 import { clientErrorHandler, MAX_URL_BYTES } from './clientErrors.js';
@@ -83,9 +83,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     // Link tokens (uploads, downloads) are path segments of up to 1 KiB; longer ids are not found.
     routerOptions: { maxParamLength: 1024 },
-    // The API takes no HEAD (a GET's answer without its body is of no use to an API client, and
-    // every status the API answers is declared in the OpenAPI document): HEAD is 405 with Allow.
-    exposeHeadRoutes: false,
+    // HEAD is answered like GET without the body on pages, /docs and the health checks (uptime
+    // checkers use it). The API and its links take none (a GET's answer without its body is of no
+    // use to an API client, and every status the API answers is declared in the OpenAPI
+    // document): there HEAD is 405 with Allow (the onRequest hook below).
+    exposeHeadRoutes: true,
     // Time limits chosen, not inherited (Fastify turns Node's request timeout off): a request whose
     // headers or body stall is answered 408 and its connection closed (see clientErrors.ts).
     requestTimeout: config.requestTimeoutSeconds * 1000,
@@ -126,7 +128,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const schema = route.schema as { operationId?: string; querystring?: unknown } | undefined;
     if (schema?.operationId && !schema.querystring) schema.querystring = NoQuery;
   });
-  const allowedMethods = routeTable(app);
+  const allowedMethods = routeTable(app, isApiPath);
+  const methodNotAllowed = (request: FastifyRequest, reply: FastifyReply, path: string, allowed: string[]) => {
+    reply.header('allow', allowed.join(', '));
+    return sendProblem(
+      request,
+      reply,
+      config.docsUrl,
+      405,
+      'method_not_allowed',
+      `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`,
+    );
+  };
   const openApi = openApiCollector(app, config.publicUrl);
 
   useStrictJson(app);
@@ -139,6 +152,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return sendProblem(request, reply, config.docsUrl, 414, 'uri_too_long', `The URL is longer than ${MAX_URL_BYTES} bytes.`);
     }
     guardUrl(request.url);
+    if (request.method === 'HEAD') {
+      const path = request.url.split('?')[0] ?? '/';
+      if (isApiPath(path)) return methodNotAllowed(request, reply, path, allowedMethods(path));
+    }
     // A GET has no body (Fastify would ignore it); one sent anyway is refused, as on every other
     // operation that takes none, rather than silently dropped.
     if (request.method === 'GET' && hasBody(request.headers)) throw ValidationError.field('body', 'a GET request takes no body');
@@ -154,17 +171,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
     }
     const allowed = allowedMethods(path);
-    if (allowed.length > 0) {
-      reply.header('allow', allowed.join(', '));
-      return sendProblem(
-        request,
-        reply,
-        config.docsUrl,
-        405,
-        'method_not_allowed',
-        `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`,
-      );
-    }
+    if (allowed.length > 0) return methodNotAllowed(request, reply, path, allowed);
     return sendProblem(
       request,
       reply,
