@@ -162,8 +162,42 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
     const duplicate = await user.post(`/contacts/${viaApi.id}`, { first_name: 'Form', email: 'api-made@example.com' });
     expect(duplicate.statusCode).toBe(400);
     expect(duplicate.body).toContain('already exists');
+    // Deleting asks first: the contact's page links to a confirmation, whose form deletes.
+    const detail = await user.get(`/contacts/${apiMade.id}`);
+    expect(detail.body).toContain(`href="/contacts/${apiMade.id}/delete"`);
+    expect(detail.body).not.toContain(`action="/contacts/${apiMade.id}/delete"`);
+    const confirm = await user.get(`/contacts/${apiMade.id}/delete`);
+    expect(confirm.statusCode).toBe(200);
+    expect(confirm.body).toContain('This cannot be undone.');
+    expect(confirm.body).toContain(`action="/contacts/${apiMade.id}/delete"`);
+    expect((await h.call(key, 'GET', `/api/v1/contacts/${apiMade.id}`)).statusCode).toBe(200);
     expect((await user.post(`/contacts/${apiMade.id}/delete`)).statusCode).toBe(303);
     expect((await h.call(key, 'GET', `/api/v1/contacts/${apiMade.id}`)).statusCode).toBe(404);
+  });
+
+  it('searches full names, emails and phone numbers, with or without separators', async () => {
+    const own = await h.newOrg();
+    const user = await signedIn(h, own.adminEmail);
+    const key = await own.key(['contacts:write']);
+    const make = async (body: Record<string, string>) => (await h.call(key, 'POST', '/api/v1/contacts', body)).json().id as string;
+    const alan = await make({ first_name: 'Alan', last_name: 'Turing', email: 'alan@example.com', phone: '+44 (20) 7946-0018' });
+    const ada = await make({ first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone: '020 7946 0999' });
+    const found = async (q: string) => {
+      const res = await user.get(`/contacts?q=${encodeURIComponent(q)}`);
+      expect(res.statusCode).toBe(200);
+      return [alan, ada].filter((id) => res.body.includes(`/contacts/${id}`));
+    };
+    expect(await found('Alan Turing')).toEqual([alan]);
+    expect(await found('  alan   TURING ')).toEqual([alan]);
+    expect(await found('n Tur')).toEqual([alan]);
+    expect(await found('tur')).toEqual([alan]);
+    expect(await found('ada@')).toEqual([ada]);
+    expect(await found('7946')).toEqual([alan, ada]);
+    expect(await found('7946 0018')).toEqual([alan]);
+    expect(await found('+44 20 7946')).toEqual([alan]);
+    expect(await found('(020) 7946-0999')).toEqual([ada]);
+    expect(await found('Alan Lovelace')).toEqual([]);
+    expect(await found('%')).toEqual([]);
   });
 
   it('throttles guesses sent in parallel, per account across addresses, and IPv6 by /64', async () => {

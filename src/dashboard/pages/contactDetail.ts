@@ -65,11 +65,8 @@ export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
                 </p>`
           }
           <h2>Delete</h2>
-          <form method="post" action="/contacts/${contact.id}/delete">
-            ${csrf(session)}
-            <p>Deleting removes the contact from every group. This cannot be undone.</p>
-            <button type="submit" class="danger">Delete contact</button>
-          </form>`,
+          <p>Deleting removes the contact from every group. This cannot be undone.</p>
+          <p><a class="button secondary" href="/contacts/${contact.id}/delete">Delete contact…</a></p>`,
       }),
     );
   }
@@ -91,6 +88,31 @@ export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
       if (!errors) throw error;
       return editPage(request, reply, await getContact(ctx, request.params.id), 400, input, errors);
     }
+  });
+
+  // Deleting asks first (as deleting a group or a file, and revoking a key, do): the contact page
+  // links to this page, whose form deletes.
+  app.get<{ Params: { id: string } }>('/contacts/:id/delete', async (request, reply) => {
+    const contact = await getContact(ctxOf(request, db), request.params.id);
+    const name = `${contact.first_name} ${contact.last_name}`.trim();
+    const session = request.session!;
+    return send(
+      reply,
+      200,
+      page({
+        title: `Delete ${name}`,
+        session,
+        section: 'contacts',
+        body: html`<p><a href="/contacts/${contact.id}">← ${name}</a></p>
+          <h1>Delete ${name}?</h1>
+          <div class="warning">The contact is removed from every group, with its labels. This cannot be undone.</div>
+          <form method="post" action="/contacts/${contact.id}/delete" class="row">
+            ${csrf(session)}
+            <button type="submit" class="danger">Delete ${name}</button>
+            <a class="button secondary" href="/contacts/${contact.id}">Cancel</a>
+          </form>`,
+      }),
+    );
   });
 
   app.post<{ Params: { id: string } }>('/contacts/:id/delete', async (request, reply) => {

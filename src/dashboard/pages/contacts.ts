@@ -126,7 +126,7 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
           </div>
           <form method="get" action="/contacts" class="row" role="search">
             <div class="field">
-              <label for="q">Search</label><input type="search" id="q" name="q" value="${q}" placeholder="Name or email" />
+              <label for="q">Search</label><input type="search" id="q" name="q" value="${q}" placeholder="Name, email or phone" />
             </div>
             <div class="field">
               <label for="label-filter">Label</label

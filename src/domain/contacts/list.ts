@@ -10,7 +10,11 @@ export interface ContactFilters {
   /** Exact match, case-insensitive, the domain compared in canonical form (`xn--` or Unicode alike). */
   email?: string;
   labelId?: string;
-  /** Part of the first name, last name or email, case-insensitive (the dashboard's search box). */
+  /**
+   * Part of the full name ("Alan Turing", "ing Al"), the email, or the phone number,
+   * case-insensitive (the dashboard's search box). Phone numbers match on their digits alone:
+   * "020 7946" finds "+44 20 7946 0018" and "(020) 7946-0018".
+   */
   search?: string;
 }
 
@@ -25,12 +29,26 @@ function containing(text: string): string {
  */
 type Shape = `${0 | 1}${0 | 1}${0 | 1}${0 | 1}${'' | 'j'}`;
 
-/** The search box's condition: `pattern` (see containing) in the first name, last name or email. */
-function matching(pattern: string) {
-  return sql<SqlBool>`(lower(contacts.first_name) like ${pattern} escape '\\' or lower(contacts.last_name) like ${pattern} escape '\\' or contacts.email_lower like ${pattern} escape '\\')`;
+/** The digits of a phone number, without the separators people write in them. */
+const PHONE_DIGITS = sql`replace(replace(replace(replace(replace(replace(coalesce(contacts.phone, ''), ' ', ''), '-', ''), '(', ''), ')', ''), '.', ''), '+', '')`;
+
+/**
+ * The search box's condition: `pattern` (see containing) in the full name (first and last name
+ * with a space between) or the email; or `digits`, a pattern of the search's digits (null when it
+ * has fewer than 3 of them, or other than phone characters), in the phone number's digits.
+ */
+function matching(pattern: string, digits: string) {
+  return sql<SqlBool>`(lower(contacts.first_name || ' ' || contacts.last_name) like ${pattern} escape '\\' or contacts.email_lower like ${pattern} escape '\\' or ${PHONE_DIGITS} like ${digits})`;
 }
 
-// Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after, 6 limit.
+/** The search's digits as a pattern for PHONE_DIGITS, when the search looks like part of a phone number. */
+function phoneDigits(search: string): string | undefined {
+  if (!/^[\d\s()+.-]+$/.test(search)) return undefined;
+  const digits = search.replace(/\D/g, '');
+  return digits.length >= 3 ? `%${digits}%` : undefined;
+}
+
+// Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after, 6 limit, 7 phone digits pattern.
 const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, slot, shape) => {
   const [email, label, search, after] = [...shape].map((flag) => flag === '1');
   // Typed as the columns either way: the caller knows which rows it asked for (pageRows).
@@ -56,7 +74,7 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, 
               .selectAll()
               .whereRef('contacts.id', '=', 'contact_labels.contact_id')
               .where('contacts.org_id', '=', slot<string>(0))
-              .where(matching(slot<string>(3)))
+              .where(matching(slot<string>(3), slot<string>(7)))
               .offset(0)
               .as('contacts'),
           (join) => join.onTrue(),
@@ -66,7 +84,7 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, 
       .select(columns)
       .where('contact_labels.label_id', '=', slot<string>(2))
       .where('contact_labels.org_id', '=', slot<string>(0));
-    if (search && !lateral) query = query.where(matching(slot<string>(3)));
+    if (search && !lateral) query = query.where(matching(slot<string>(3), slot<string>(7)));
     if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
   }
@@ -84,7 +102,7 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, 
       ),
     );
   }
-  if (search) query = query.where(matching(slot<string>(3)));
+  if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
   if (after) query = query.where(afterPosition('contacts', position));
   // An email names at most one contact (unique in the organisation): nothing to order, and
   // PostgreSQL would otherwise add a sort step over the unique index's one row.
@@ -96,11 +114,12 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, 
 async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, json: boolean): Promise<unknown[]> {
   requireScope(ctx.actor, 'contacts:read');
   const email = filters.email === undefined ? undefined : normaliseEmail(filters.email).toLowerCase();
-  const search = filters.search?.trim() ? containing(filters.search.trim()) : undefined;
+  const text = filters.search?.trim().replace(/\s+/g, ' ');
+  const search = text ? containing(text) : undefined;
   const shape: Shape = `${email !== undefined ? 1 : 0}${filters.labelId !== undefined ? 1 : 0}${search !== undefined ? 1 : 0}${page.after ? 1 : 0}${json ? 'j' : ''}`;
   return contactsPage.execute(
     ctx.db,
-    [ctx.orgId, email, filters.labelId, search, page.after?.createdAt, page.after?.id, page.limit + 1],
+    [ctx.orgId, email, filters.labelId, search, page.after?.createdAt, page.after?.id, page.limit + 1, (text && phoneDigits(text)) ?? null],
     shape,
   );
 }
