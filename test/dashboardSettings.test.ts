@@ -40,8 +40,12 @@ describe.each(DIALECTS)('dashboard settings on %s', (dialect) => {
     expect(page.body).toContain('href="/docs/client"');
     const readme = await h.app.inject({ method: 'GET', url: '/docs/client' });
     expect(readme.statusCode).toBe(200);
-    expect(readme.headers['content-type']).toBe('text/markdown; charset=utf-8');
-    expect(readme.body).toContain('# @orgdata/client');
+    // Rendered as a page (it was raw markdown), with no script allowed to run in it.
+    expect(readme.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(readme.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(readme.body).toContain('<h1>@orgdata/client</h1>');
+    expect(readme.body).toContain('<pre><code class="language-sh">');
+    expect(readme.body).not.toContain('```');
   });
 
   it('refuses a key without a name or scopes, with messages next to the fields', async () => {

@@ -223,6 +223,10 @@ describe('OpenAPI document', () => {
       expect(res.body).toContain(`<code>${path}</code>`);
     }
     expect(res.body).toContain('Idempotency-Key');
+    // Only operations: a path's `servers` (the upload and download links) is not one.
+    const methods = [...res.body.matchAll(/<span class="method ([a-z]+)">/g)].map((m) => m[1]);
+    expect(methods).toHaveLength(operations.length);
+    expect(res.body).not.toMatch(/>SERVERS</i);
     const codeLinks = [...res.body.matchAll(/href="\/docs\/api\/errors#([^"]+)"/g)].map((m) => m[1]);
     expect(codeLinks.length).toBeGreaterThan(0);
     for (const code of codeLinks) expect(Object.keys(ERROR_CODES), `link to #${code}`).toContain(code);

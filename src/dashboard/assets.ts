@@ -40,6 +40,12 @@ ul.reasons{margin:0;padding-left:1.1rem}tr.import-refused td:nth-child(2){color:
 .warning p{margin:.2rem 0}.nowrap{white-space:nowrap}
 .tabs ul{display:flex;gap:.25rem;list-style:none;margin:0 0 1rem;padding:0;border-bottom:1px solid var(--line)}
 .tabs a{display:block;padding:.4rem .8rem;text-decoration:none}.tabs a[aria-current=page]{border-bottom:2px solid var(--accent);font-weight:600}
+.topbar nav ul,.tabs ul{flex-wrap:wrap}main{overflow-wrap:anywhere}input,select,textarea{max-width:100%}fieldset{min-width:0}
+@media (max-width:48rem){
+.topbar{gap:.4rem 1rem;padding:.5rem .75rem}.who{margin-left:0;flex-wrap:wrap;gap:.4rem .75rem}
+.nav-title{margin-left:0}.sep{display:none}main{padding:1rem .75rem}
+table{display:block;overflow-x:auto;max-width:100%;position:relative}td,th{overflow-wrap:normal}.checks{grid-template-columns:1fr}.field{max-width:100%}
+}
 `;
 
 export const JS = `

@@ -1,5 +1,16 @@
 type Json = Record<string, unknown>;
 
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace']);
+
+/** The reference pages' one stylesheet (inline: their CSP allows no other), readable from 320 px up. */
+export const DOCS_STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1f2328;overflow-wrap:anywhere}
+code{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}pre{background:#f6f8fa;padding:.6rem .8rem;border-radius:6px;overflow-x:auto}
+pre code{padding:0;overflow-wrap:normal}table{border-collapse:collapse;width:100%;margin:.5rem 0;display:block;overflow-x:auto}
+td,th{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}.op{border-top:1px solid #d0d7de;padding-top:.5rem}
+.method{font:bold 13px monospace;padding:.1rem .4rem;border-radius:4px;color:#fff;background:#57606a}.get{background:#1f6feb}.post{background:#1a7f37}
+.patch{background:#9a6700}.delete{background:#cf222e}.put{background:#8250df}
+@media (max-width:40rem){body{margin:1rem auto;padding:0 .75rem}}`;
+
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const prose = (text: unknown) =>
   escape(String(text ?? ''))
@@ -44,7 +55,12 @@ function fieldTable(doc: Json, schema: Json): string {
  */
 export function renderReference(doc: Json): string {
   const paths = doc.paths as Record<string, Record<string, Json>>;
-  const operations = Object.entries(paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op })));
+  // A path item holds its operations and, for the upload and download links, `servers`: only the first are operations.
+  const operations = Object.entries(paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => HTTP_METHODS.has(method))
+      .map(([method, op]) => ({ path, method, op })),
+  );
   const tags = [...new Set(operations.flatMap(({ op }) => (op.tags as string[] | undefined) ?? ['Other']))];
   const server = ((doc.servers as Json[])[0]?.url as string) ?? '';
   const sections = tags.map((tag) => {
@@ -85,11 +101,7 @@ ${body ? `<h4>Body</h4>${fieldTable(doc, resolve(doc, body.schema as Json))}` : 
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(String(info.title))} reference</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1f2328}
-code{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}table{border-collapse:collapse;width:100%;margin:.5rem 0}
-td,th{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}.op{border-top:1px solid #d0d7de;padding-top:.5rem}
-.method{font:bold 13px monospace;padding:.1rem .4rem;border-radius:4px;color:#fff;background:#57606a}.get{background:#1f6feb}.post{background:#1a7f37}
-.patch{background:#9a6700}.delete{background:#cf222e}.put{background:#8250df}</style></head>
+<style>${DOCS_STYLE}</style></head>
 <body><h1>${escape(String(info.title))} <small>v${escape(String(info.version))}</small></h1>
 <p>${prose(info.description)}</p>
 <p>Base URL: <code>${escape(server)}</code> · <a href="/api/v1/openapi.json">openapi.json</a> · <a href="/docs/api/errors">Error codes</a></p>

@@ -111,7 +111,7 @@ describe.skipIf(!hasChromium)('dashboard in a browser', { timeout: 120_000 }, ()
     await page.getByRole('button', { name: 'Import' }).click();
     expect(await page.getByText('alan@example.com').count()).toBeGreaterThan(0);
     const imported = (await (await api(key, 'GET', '/contacts?email=alan@example.com')).json()) as { data: unknown[] };
-    expect(imported.data[0]).toMatchObject({ first_name: 'Alan', source_type: 'import' });
+    expect(imported.data[0]).toMatchObject({ first_name: 'Alan', source_type: 'csv_import' });
   });
 
   it('uploads a file through the two-step reservation and downloads it byte-identical', async () => {
@@ -176,6 +176,72 @@ describe.skipIf(!hasChromium)('dashboard in a browser', { timeout: 120_000 }, ()
     await page.getByRole('button', { name: /Demote|Confirm/ }).click();
     expect((await api(bobKey, 'GET', '/contacts')).status).toBe(401);
     expect(orgId).toMatch(/^org_/);
+  });
+
+  it('fits every page at phone width (375 px): no horizontal scroll, every navigation link on screen', async () => {
+    const key = await createKey(page, 'Phone check', ['contacts:write', 'groups:write']);
+    const contact = (await (
+      await api(key, 'POST', '/contacts', {
+        first_name: 'Wilhelmina-Konstantinopolitanische',
+        last_name: 'Donaudampfschifffahrtsgesellschaftskapitän',
+        email: 'a.very.long.address.for.a.narrow.screen@subdomain.example.com',
+        phone: '+44 20 7946 0018',
+        notes: 'x'.repeat(300),
+      })
+    ).json()) as { id: string };
+    const group = (await (await api(key, 'POST', '/groups', { name: 'Phone group', description: 'y'.repeat(200) })).json()) as {
+      id: string;
+    };
+    const tooWide: string[] = [];
+    const phone = await browser.newContext({ viewport: { width: 375, height: 740 }, isMobile: true, hasTouch: true });
+    const small = await phone.newPage();
+    watchConsole(small, consoleErrors);
+    try {
+      const pages = ['/login', '/docs', '/docs/api/errors', '/docs/client'];
+      for (const url of pages) await expectFits(small, url);
+      await signInAs(small, server.url, 'ada@example.com', PASSWORD);
+      for (const url of [
+        '/contacts',
+        '/contacts?q=Wilhelmina',
+        '/contacts/new',
+        `/contacts/${contact.id}`,
+        `/contacts/${contact.id}/delete`,
+        '/labels',
+        '/groups',
+        `/groups/${group.id}`,
+        `/groups/${group.id}/delete`,
+        '/files',
+        '/import',
+        '/settings/members',
+        '/settings/developer',
+        '/settings/developer/webhooks',
+      ]) {
+        await expectFits(small, url);
+        for (const name of ['Contacts', 'Members', 'Developer']) {
+          const box = await small.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).boundingBox();
+          expect(box, `${url}: ${name}`).not.toBeNull();
+          expect(box!.x, `${url}: ${name}`).toBeGreaterThanOrEqual(0);
+          expect(box!.x + box!.width, `${url}: ${name}`).toBeLessThanOrEqual(375);
+        }
+      }
+      expect(tooWide).toEqual([]);
+      await small.goto(`${server.url}/settings/developer`);
+      await small.screenshot({ path: path.join(ARTIFACTS, 'developer-375px.png'), fullPage: true });
+    } finally {
+      await phone.close();
+    }
+
+    async function expectFits(p: Page, url: string): Promise<void> {
+      const res = await p.goto(`${server.url}${url}`);
+      expect(res?.status(), url).toBeLessThan(400);
+      const width = (await p.evaluate('document.documentElement.scrollWidth')) as number;
+      if (width > 375) {
+        const culprits = await p.evaluate(
+          `[...document.querySelectorAll('body *')].filter((e) => !e.closest('table, pre') && e.getBoundingClientRect().right > 375).slice(0, 3).map((e) => e.tagName + '.' + e.className)`,
+        );
+        tooWide.push(`${url} is ${width} px wide: ${String(culprits)}`);
+      }
+    }
   });
 
   it('raised no JavaScript errors in any page', () => {

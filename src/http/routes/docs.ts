@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { setPageHeaders } from '../pageHeaders.js';
 import { ERROR_CODES } from '../errorCodes.js';
-import { renderReference } from '../docsPage.js';
+import { marked } from 'marked';
+import { DOCS_STYLE, renderReference } from '../docsPage.js';
 import { Problem } from '../schemas/problem.js';
 
 /** The reference pages carry their own inline styles and no script at all. */
@@ -45,19 +46,33 @@ export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi })
 
   // The official client's README, shipped with the server (the dashboard's Developer page links here).
   app.get('/docs/client', async (_request, reply) => {
-    clientReadme ??= await readFile(new URL('../../../client/README.md', import.meta.url), 'utf8').catch(() => '');
+    clientReadme ??= await readFile(new URL('../../../client/README.md', import.meta.url), 'utf8').then(renderClientReadme, () => '');
     if (!clientReadme) return reply.code(404).type('text/plain; charset=utf-8').send('The client README is not part of this installation.');
-    return docHeaders(reply).type('text/markdown; charset=utf-8').send(clientReadme);
+    return docHeaders(reply).type('text/html; charset=utf-8').send(clientReadme);
   });
 };
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * The client's README as a page. The markdown is ours (shipped in the package, never a user's),
+ * rendered by marked; the page's CSP allows no script whatever it holds.
+ */
+function renderClientReadme(markdown: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Official client · orgdata API</title>
+<style>${DOCS_STYLE}</style></head>
+<body><p><a href="/docs">API reference</a> · <a href="/docs/api/errors">Error codes</a></p>
+${marked.parse(markdown, { async: false })}
+</body></html>`;
+}
 const inlineCode = (text: string) => escape(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 
 const ERRORS_PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Error codes · orgdata API</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1f2328}
+<style>${DOCS_STYLE}
 section{border-top:1px solid #d0d7de;padding:.75rem 0}h2{font-size:1.1rem;margin:.2rem 0}code{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
 .status{color:#57606a;font-weight:normal}:target{background:#fff8c5}</style></head>
 <body><h1>Error codes</h1>
