@@ -11,7 +11,7 @@ import { listOrgMembers } from './domain/orgs/members.js';
 import { listOrgs, setPassword } from './domain/orgs/operator.js';
 import { checkSecretFingerprint } from './db/secretFingerprint.js';
 import { openRevocationGuard } from './infra/choose.js';
-import { startServer } from './server.js';
+import { ShutdownFailed, startServer } from './server.js';
 import { webhookCommand } from './cli/webhooks.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
@@ -176,17 +176,26 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       const stop = (signal: NodeJS.Signals) => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
+        // A watchdog that keeps the process alive as much as it bounds it (not unref'd): were the
+        // last thing the shutdown waits on an unref'd timer, Node would find nothing left to do
+        // and exit 0 before the shutdown had finished or logged.
         setTimeout(
           () => {
-            server.app.log.error('shutdown took too long; exiting');
+            server.app.log.error('shutdown failed: it took too long; exiting');
             process.exit(1);
           },
           (config.shutdownGraceSeconds + 10) * 1000,
-        ).unref();
+        );
+        // Should the event loop empty anyway, the shutdown did not finish: that is a failure too.
+        process.once('beforeExit', () => {
+          server.app.log.error('shutdown failed: it stopped before everything had closed');
+          process.exit(1);
+        });
         server.close(signal).then(
           () => process.exit(0),
           (error: unknown) => {
-            server.app.log.error({ err: error }, 'shutdown failed');
+            // ShutdownFailed has been logged step by step, with the `shutdown failed` line.
+            if (!(error instanceof ShutdownFailed)) server.app.log.error({ err: error }, 'shutdown failed');
             process.exit(1);
           },
         );

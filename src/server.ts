@@ -13,6 +13,7 @@ import { purgeOldEvents } from './domain/events/events.js';
 import { openBlobStore, openKeyCache, openRateLimiter, openSignInThrottle } from './infra/choose.js';
 import { ShutdownState } from './http/shutdown.js';
 import { DependencyHealth } from './infra/health.js';
+import { withDeadline } from './infra/deadline.js';
 import { deliveryWorkerFor } from './infra/webhooks/deliveryWorker.js';
 import { purgeOldDeliveries } from './domain/webhooks/outbox.js';
 
@@ -24,10 +25,25 @@ export interface RunningServer {
    * Shuts down gracefully (what SIGTERM and SIGINT do): /readyz answers 503 at once; after
    * SHUTDOWN_DELAY_SECONDS the listener closes and idle connections with it; requests in flight
    * finish until SHUTDOWN_GRACE_SECONDS after the start, when connections still open are cut;
-   * then the rate limiter, sign-in throttle (Redis) and database pool are closed. Rejects when one
-   * of them fails to close.
+   * then the rate limiter, sign-in throttle (Redis) and database pool are closed, each within 3 s.
+   * Logs `shut down` when all closed; otherwise logs `shutdown failed` naming the steps that failed
+   * or overran, and rejects with ShutdownFailed.
    */
   close(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * How long each step of a shutdown may take past the grace period (closing a client, a pool):
+ * the steps after the HTTP server's take at most 3 × this, inside the 10 s past the grace period
+ * after which the CLI's watchdog ends the process.
+ */
+const STEP_MS = 3_000;
+
+/** A shutdown in which these steps failed or overran their deadline (each is logged). */
+export class ShutdownFailed extends Error {
+  constructor(readonly steps: string[]) {
+    super(`shutdown failed: closing ${steps.join(', ')} failed or took too long`);
+  }
 }
 
 /** Opens the database (migrating it), builds the app and listens: what `orgdata serve` runs. */
@@ -96,15 +112,36 @@ export async function startServer(config: Config): Promise<RunningServer> {
         },
         Math.max(0, started + grace * 1000 - Date.now()),
       );
+      // Each step has a deadline, so that a dependency that does not answer (a stalled Redis,
+      // PostgreSQL gone) cannot hold the process; the steps that failed or overran are named.
+      const failed: string[] = [];
+      const step = async (name: string, work: () => Promise<unknown>, ms: number) => {
+        try {
+          await withDeadline(work(), ms, `closing ${name}`);
+        } catch (error) {
+          failed.push(name);
+          app.log.error({ err: error, step: name }, `shutdown: closing ${name} failed`);
+        }
+      };
       try {
-        // Closes the listener and idle connections, and resolves once every connection has ended.
-        await app.close();
+        // Closes the listener and idle connections, and resolves once every connection has ended
+        // (connections still open at the end of the grace period are cut, above).
+        await step('the HTTP server', () => app.close(), Math.max(0, started + grace * 1000 - Date.now()) + STEP_MS);
       } finally {
         clearTimeout(deadline);
       }
-      await deliveriesStopped;
-      await Promise.all([rateLimiter.close(), signInThrottle.close(), keyCache?.close()]);
-      await db.close();
+      // The delivery worker has been stopping since the signal, alongside the HTTP server.
+      await step('webhook deliveries', () => deliveriesStopped, Math.max(0, started + grace * 1000 - Date.now()) + STEP_MS);
+      await Promise.all([
+        step('the rate limiter', () => rateLimiter.close(), STEP_MS),
+        step('the sign-in throttle', () => signInThrottle.close(), STEP_MS),
+        step('the key cache', async () => keyCache?.close(), STEP_MS),
+      ]);
+      await step('the database', () => db.close(), STEP_MS);
+      if (failed.length > 0) {
+        app.log.error({ ms: Date.now() - started, connectionsCut: cut, failed }, 'shutdown failed');
+        throw new ShutdownFailed(failed);
+      }
       app.log.info({ ms: Date.now() - started, connectionsCut: cut }, 'shut down');
     },
   };

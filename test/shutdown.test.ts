@@ -3,7 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkResponse } from './helpers/contract.js';
 import { TEST_REDIS_URL } from './helpers/harness.js';
+import { RedisServer } from './helpers/redisServer.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
+import { TcpProxy } from './helpers/tcpProxy.js';
 
 /**
  * Graceful shutdown of a real `orgdata serve` process under load: on SIGTERM or SIGINT /readyz
@@ -229,5 +231,114 @@ describe('graceful shutdown of orgdata serve', { timeout: 120_000 }, () => {
       .filter((line) => line.includes('"shut down"'))
       .map((line) => JSON.parse(line) as { connectionsCut: number });
     expect(end).toMatchObject([{ connectionsCut: 1 }]);
+  });
+  it('answers an upload finishing during the shutdown with Connection: close, like every other response', async () => {
+    const server = await serverEnv('sqlite', { LOG_LEVEL: 'info', SHUTDOWN_GRACE_SECONDS: '10', SHUTDOWN_DELAY_SECONDS: '0' });
+    servers.push(server);
+    const { key } = await orgWithKey(server.env);
+    const proc = await startServerProcess(server);
+    const bytes = Buffer.alloc(64 * 1024, 7);
+    const reserved = await fetch(`${server.url}/api/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'late.bin', content_type: 'application/octet-stream', size: bytes.length }),
+    });
+    expect(reserved.status).toBe(201);
+    const { upload_url } = (await reserved.json()) as { upload_url: string };
+    const answered = new Promise<{ status?: number; connection?: string }>((resolve, reject) => {
+      const req = http.request(upload_url, {
+        method: 'PUT',
+        agent: false,
+        headers: { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection }));
+      });
+      req.on('error', reject);
+      req.write(bytes.subarray(0, 1000));
+      // The rest arrives after SIGTERM.
+      setTimeout(() => req.end(bytes.subarray(1000)), 800);
+    });
+    await sleep(200);
+    proc.child.kill('SIGTERM');
+    expect(await answered).toEqual({ status: 200, connection: 'close' });
+    expect(await proc.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'exits 1 naming the step when closing fails (PostgreSQL stalled under a request), never 0 without its last line',
+    async () => {
+      const base = new URL(process.env.TEST_DATABASE_URL!);
+      const proxy = await TcpProxy.start({ host: base.hostname, port: Number(base.port || 5432) });
+      try {
+        // A statement deadline far beyond the shutdown's, so that the stalled query holds its
+        // connection (and the pool cannot end) until the process is gone.
+        const server = await serverEnv('postgres', {
+          LOG_LEVEL: 'info',
+          SHUTDOWN_GRACE_SECONDS: '1',
+          SHUTDOWN_DELAY_SECONDS: '0',
+          DATABASE_STATEMENT_TIMEOUT_MS: '120000',
+        });
+        servers.push(server);
+        const proxied = new URL(server.env.DATABASE_URL!);
+        proxied.hostname = '127.0.0.1';
+        proxied.port = String(proxy.port);
+        server.env.DATABASE_URL = proxied.toString();
+        const { key } = await orgWithKey(server.env);
+        const proc = await startServerProcess(server);
+        proxy.stall();
+        const request = fetch(`${server.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } }).then(
+          (res) => res.status,
+          (error: Error) => error.message,
+        );
+        await sleep(300);
+        const signalledAt = performance.now();
+        proc.child.kill('SIGTERM');
+        const exit = await proc.exited;
+        const took = performance.now() - signalledAt;
+        expect(exit).toEqual({ code: 1, signal: null });
+        // Within the grace period and the steps' deadlines (5 s each), inside grace + 10 s.
+        expect(took).toBeLessThan(13_000);
+        const lines = proc.output().split('\n');
+        const failed = lines.filter((line) => line.includes('"shutdown failed"')).map((line) => JSON.parse(line) as { failed: string[] });
+        expect(failed).toHaveLength(1);
+        expect(failed[0]!.failed).toContain('the database');
+        expect(lines.some((line) => line.includes('"shut down"'))).toBe(false);
+        await request;
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
+
+  it('with Redis stalled under a request, still closes within its deadlines and says so (exit 0, `shut down`)', async () => {
+    const redis = await RedisServer.start();
+    try {
+      const server = await serverEnv('sqlite', {
+        LOG_LEVEL: 'info',
+        SHUTDOWN_GRACE_SECONDS: '2',
+        SHUTDOWN_DELAY_SECONDS: '0',
+        REDIS_URL: redis.url,
+      });
+      servers.push(server);
+      const { key } = await orgWithKey(server.env);
+      const proc = await startServerProcess(server);
+      expect((await fetch(`${server.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      redis.stall();
+      // Answered once Redis's deadlines pass, or cut at the end of the grace period: either way not hung.
+      const request = fetch(`${server.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } }).then(
+        (res) => res.status,
+        () => 'cut',
+      );
+      await sleep(200);
+      proc.child.kill('SIGTERM');
+      const exit = await proc.exited;
+      expect([200, 'cut']).toContain(await request);
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(proc.output()).toContain('"shut down"');
+    } finally {
+      await redis.stop();
+    }
   });
 });

@@ -10,7 +10,9 @@ export class ShutdownState {
 }
 
 export function closeConnectionsWhenShuttingDown(app: FastifyInstance, state: ShutdownState): void {
-  app.addHook('onRequest', async (_request, reply) => {
+  // At the last moment before the response leaves, whatever the route did with the header (an
+  // upload sets and removes its own) and for requests that began before the shutdown too.
+  app.addHook('onSend', async (_request, reply) => {
     if (state.shuttingDown) reply.header('connection', 'close');
   });
 }

@@ -83,7 +83,10 @@ export async function closeRedisClient(client: RedisClient): Promise<void> {
     return;
   }
   // close() lets pending commands finish (each bounded by its timeout), then quits.
-  await Promise.race([client.close(), new Promise<void>((resolve) => setTimeout(resolve, COMMAND_TIMEOUT_MS).unref())]);
+  // The timer is not unref'd: were it the last thing left, Node would exit mid-shutdown.
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([client.close(), new Promise<void>((resolve) => (timer = setTimeout(resolve, COMMAND_TIMEOUT_MS)))]);
+  clearTimeout(timer);
   if (client.isOpen) client.destroy();
 }
 
