@@ -27,6 +27,8 @@ export interface Config {
   requestTimeoutSeconds: number;
   /** A request's headers must arrive within this; else 408. */
   headersTimeoutSeconds: number;
+  /** A request body that stops arriving for this long is cut with 408 (a slow one that keeps arriving is not). */
+  bodyIdleTimeoutSeconds: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutSeconds: number;
   /** A crashed request's Idempotency-Key claim lapses after this; a retry may then run it. */
@@ -243,6 +245,10 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
   if (headersTimeoutSeconds > requestTimeoutSeconds) {
     throw new ConfigError('HEADERS_TIMEOUT_SECONDS', `must not be larger than REQUEST_TIMEOUT_SECONDS (${requestTimeoutSeconds})`);
   }
+  const bodyIdleTimeoutSeconds = int(env, 'BODY_IDLE_TIMEOUT_SECONDS', Math.min(60, requestTimeoutSeconds), 1, 3600);
+  if (bodyIdleTimeoutSeconds > requestTimeoutSeconds) {
+    throw new ConfigError('BODY_IDLE_TIMEOUT_SECONDS', `must not be larger than REQUEST_TIMEOUT_SECONDS (${requestTimeoutSeconds})`);
+  }
   const maxFileBytes = int(env, 'MAX_FILE_BYTES', 100 * 1024 * 1024, 1);
   const shutdownGraceSeconds = int(env, 'SHUTDOWN_GRACE_SECONDS', 10, 0, 3600);
   const shutdownDelaySeconds = int(env, 'SHUTDOWN_DELAY_SECONDS', Math.min(1, shutdownGraceSeconds), 0, 3600);
@@ -272,6 +278,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     logLevel,
     requestTimeoutSeconds,
     headersTimeoutSeconds,
+    bodyIdleTimeoutSeconds,
     keepAliveTimeoutSeconds: int(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
     idempotencyLockSeconds: int(env, 'IDEMPOTENCY_LOCK_SECONDS', 60, 1, 3600),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),

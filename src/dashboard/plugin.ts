@@ -55,12 +55,25 @@ function errorPage(error: FastifyError | Error, request: FastifyRequest, reply: 
     message = error instanceof ValidationError ? error.errors.map((e) => `${e.field}: ${e.message}`).join('; ') : error.message;
   } else if ((error as FastifyError).statusCode && (error as FastifyError).statusCode! < 500) {
     status = (error as FastifyError).statusCode!;
-    message = status === 413 ? 'That upload is too large.' : 'The request could not be read.';
+    message =
+      status === 413
+        ? 'That upload is too large.'
+        : status === 408
+          ? 'The upload stopped arriving before it was complete, so nothing was imported. Try again.'
+          : 'The request could not be read.';
   } else {
     request.log.error({ err: error }, 'dashboard request failed');
   }
   const title =
-    status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 401 ? 'Sign in required' : 'Something went wrong';
+    status === 403
+      ? 'Not allowed'
+      : status === 404
+        ? 'Not found'
+        : status === 401
+          ? 'Sign in required'
+          : status === 408
+            ? 'The upload stopped'
+            : 'Something went wrong';
   return reply
     .code(status)
     .type('text/html; charset=utf-8')

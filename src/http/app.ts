@@ -22,6 +22,7 @@ import type { BlobStore } from '../infra/blobs/blobStore.js';
 import { openBlobStore } from '../infra/choose.js';
 import { opsRoutes } from './routes/ops.js';
 import { closeConnectionsWhenShuttingDown, ShutdownState } from './shutdown.js';
+import { cutStalledBodies } from './bodyTimeout.js';
 import type { SignInThrottle } from '../infra/signInThrottle/signInThrottle.js';
 import { MemorySignInThrottle } from '../infra/signInThrottle/memorySignInThrottle.js';
 import { guardUrl, redactUrl } from './urlGuard.js';
@@ -145,6 +146,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   useStrictJson(app);
   const shutdown = deps.shutdown ?? new ShutdownState();
   closeConnectionsWhenShuttingDown(app, shutdown);
+  cutStalledBodies(app, config.bodyIdleTimeoutSeconds);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);

@@ -27,7 +27,7 @@ export const ERROR_CODES = {
   request_timeout: {
     status: 408,
     summary:
-      "The request (headers and body) did not arrive in full within the server's time limit (`REQUEST_TIMEOUT_SECONDS`, `HEADERS_TIMEOUT_SECONDS`); the connection is closed. Send it again.",
+      'The request did not arrive in time: its headers within `HEADERS_TIMEOUT_SECONDS`, all of it within `REQUEST_TIMEOUT_SECONDS`, or its body stopped arriving for `BODY_IDLE_TIMEOUT_SECONDS` (a slow body that keeps arriving is fine); the connection is closed. Send it again.',
   },
   idempotency_conflict: {
     status: 409,

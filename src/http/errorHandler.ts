@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { BODY_IDLE_TIMEOUT } from './bodyTimeout.js';
 import {
   BadRequestError,
   ConflictError,
@@ -100,6 +101,8 @@ export function errorHandler(docsUrl: string) {
       return sendProblem(request, reply, docsUrl, 400, 'invalid_request', detail, { errors });
     }
     switch (fastifyError.code) {
+      case BODY_IDLE_TIMEOUT:
+        return sendProblem(request, reply, docsUrl, 408, 'request_timeout', fastifyError.message);
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return sendProblem(request, reply, docsUrl, 413, 'payload_too_large', 'The request body is larger than this server accepts.');
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

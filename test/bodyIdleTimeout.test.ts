@@ -1,0 +1,205 @@
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+
+/**
+ * A request body that stops arriving is cut after BODY_IDLE_TIMEOUT_SECONDS (here 2) with 408
+ * `request_timeout` and its connection closed (it used to hold the connection for
+ * REQUEST_TIMEOUT_SECONDS, 300 by default); a slow body that keeps arriving is not cut. Through a
+ * real server process, for a JSON body, an upload's raw body and the dashboard's multipart import.
+ */
+const IDLE_SECONDS = 2;
+/** Generous: the idle timeout plus scheduling on a busy machine, far below REQUEST_TIMEOUT_SECONDS. */
+const BOUND_MS = 8_000;
+
+interface Sent {
+  status: number | undefined;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  ms: number;
+  /** The connection was closed by the server after the answer. */
+  closed: boolean;
+}
+
+/**
+ * Sends the head and `parts` of a body, `pauseMs` between parts; `stall` leaves the rest unsent.
+ * Resolves with the answer once the server closes the connection (or after the response, when it
+ * keeps it open).
+ */
+function send(
+  url: string,
+  options: { method: string; headers: Record<string, string>; parts: (string | Buffer)[]; pauseMs: number; stall: boolean },
+): Promise<Sent> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: options.method, headers: options.headers, agent: false });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const answer = {
+          status: res.statusCode,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          ms: Date.now() - started,
+        };
+        if (!options.stall) return resolve({ ...answer, closed: false });
+        const socket = req.socket;
+        if (!socket || socket.destroyed) return resolve({ ...answer, closed: true });
+        socket.once('close', () => resolve({ ...answer, closed: true }));
+        setTimeout(() => resolve({ ...answer, closed: false }), 3000).unref();
+      });
+    });
+    void (async () => {
+      for (const [i, part] of options.parts.entries()) {
+        if (i > 0) await sleep(options.pauseMs);
+        if (req.destroyed) return;
+        req.write(part);
+      }
+      if (!options.stall) req.end();
+    })();
+  });
+}
+
+describe('a request body that stops arriving', { timeout: 120_000 }, () => {
+  let env: ServerEnv;
+  let server: ServerProcess;
+  let key: string;
+  let adminEmail: string;
+  let password: string;
+
+  beforeAll(async () => {
+    env = await serverEnv('sqlite', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) });
+    ({ key, email: adminEmail, password } = await orgWithKey(env.env));
+    server = await startServerProcess(env);
+  }, 120_000);
+  afterAll(async () => {
+    server?.child.kill('SIGKILL');
+    await server?.exited;
+    await env?.dispose();
+  });
+
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`${env.url}/api/v1${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers },
+    });
+
+  it('answers a stalled JSON body 408 request_timeout within the idle timeout, closes the connection, and writes nothing', async () => {
+    const body = JSON.stringify({ first_name: 'Stalled', email: 'stalled@example.com' });
+    const sent = await send(`${env.url}/api/v1/contacts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+      parts: [body.slice(0, 10)],
+      pauseMs: 0,
+      stall: true,
+    });
+    expect(sent.status).toBe(408);
+    expect(sent.ms).toBeGreaterThanOrEqual(IDLE_SECONDS * 1000 - 100);
+    expect(sent.ms).toBeLessThan(BOUND_MS);
+    expect(sent.headers['content-type']).toContain('application/problem+json');
+    expect(sent.headers.connection).toBe('close');
+    expect(JSON.parse(sent.body)).toMatchObject({ status: 408, code: 'request_timeout' });
+    expect(sent.closed).toBe(true);
+    expect(((await (await api('/contacts?email=stalled@example.com')).json()) as { data: unknown[] }).data).toEqual([]);
+  });
+
+  it('takes a slow JSON body that keeps arriving, longer in all than the idle timeout', async () => {
+    const body = JSON.stringify({ first_name: 'Slow', email: 'slow@example.com' });
+    const parts = body.match(/.{1,6}/g)!;
+    const sent = await send(`${env.url}/api/v1/contacts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+      parts,
+      pauseMs: 600,
+      stall: false,
+    });
+    expect(sent.ms).toBeGreaterThan(IDLE_SECONDS * 1000);
+    expect(sent.status, sent.body).toBe(201);
+  });
+
+  it('cuts a stalled upload, keeps the file pending, and takes the same upload again; a slow upload goes through', async () => {
+    const bytes = Buffer.alloc(20_000, 'a');
+    const reserve = async () => {
+      const res = await api('/files', {
+        method: 'POST',
+        body: JSON.stringify({ name: 'slow.txt', content_type: 'text/plain', size: bytes.length }),
+      });
+      expect(res.status).toBe(201);
+      return (await res.json()) as { id: string; upload_url: string };
+    };
+    const put = (url: string, parts: Buffer[], pauseMs: number, stall: boolean) =>
+      send(url, {
+        method: 'PUT',
+        headers: { 'content-type': 'text/plain', 'content-length': String(bytes.length) },
+        parts,
+        pauseMs,
+        stall,
+      });
+
+    const file = await reserve();
+    const stalled = await put(file.upload_url, [bytes.subarray(0, 5_000)], 0, true);
+    expect(stalled.status).toBe(408);
+    expect(stalled.ms).toBeLessThan(BOUND_MS);
+    expect(JSON.parse(stalled.body)).toMatchObject({ code: 'request_timeout' });
+    expect(stalled.closed).toBe(true);
+    expect(((await (await api(`/files/${file.id}`)).json()) as { status: string }).status).toBe('pending');
+    const again = await put(file.upload_url, [bytes], 0, false);
+    expect(again.status, again.body).toBe(200);
+
+    const slow = await reserve();
+    const chunks = Array.from({ length: 5 }, (_, i) => bytes.subarray(i * 4_000, (i + 1) * 4_000));
+    const sent = await put(slow.upload_url, chunks, 900, false);
+    expect(sent.ms).toBeGreaterThan(IDLE_SECONDS * 1000);
+    expect(sent.status, sent.body).toBe(200);
+  });
+
+  it('answers the dashboard’s stalled CSV import with a 408 page', async () => {
+    const signIn = await fetch(`${env.url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ email: adminEmail, password }).toString(),
+      redirect: 'manual',
+    });
+    expect(signIn.status).toBe(303);
+    const cookie = signIn.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const form = await (await fetch(`${env.url}/import`, { headers: { cookie } })).text();
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(form)![1]!;
+    const boundary = 'StalledBoundary';
+    const head =
+      `--${boundary}\r\nContent-Disposition: form-data; name="_csrf"\r\n\r\n${csrf}\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="people.csv"\r\nContent-Type: text/csv\r\n\r\n` +
+      'first_name,email\nAda,ada@example.com\n';
+    const sent = await send(`${env.url}/import`, {
+      method: 'POST',
+      headers: {
+        cookie,
+        accept: 'text/html',
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'content-length': String(head.length + 500),
+      },
+      parts: [head],
+      pauseMs: 0,
+      stall: true,
+    });
+    expect(sent.status).toBe(408);
+    expect(sent.ms).toBeLessThan(BOUND_MS);
+    expect(sent.headers['content-type']).toContain('text/html');
+    expect(sent.body).toContain('The upload stopped');
+    expect(sent.closed).toBe(true);
+  });
+
+  it('logs the cuts as information, not as warnings or errors of ours', () => {
+    const lines = server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'));
+    const errors = lines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((line) => line.level >= 40);
+    expect(errors).toEqual([]);
+  });
+});
