@@ -27,6 +27,8 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): void {
     const hasBody = raw.headers['transfer-encoding'] !== undefined || Number(raw.headers['content-length'] ?? 0) > 0;
     if (!hasBody || raw.complete) return;
     const socket = raw.socket;
+    // Requests injected in-process (tests, app.inject) have a stand-in socket without timeouts.
+    if (typeof socket?.setTimeout !== 'function') return;
     socket.setTimeout(seconds * 1000);
     raw.once('end', () => socket.setTimeout(0));
     raw.once('timeout', () => {
