@@ -312,31 +312,79 @@ describe('graceful shutdown of orgdata serve', { timeout: 120_000 }, () => {
     },
   );
 
-  it('with Redis stalled under a request, still closes within its deadlines and says so (exit 0, `shut down`)', async () => {
+  it('exits 1 with `shutdown failed` naming the Redis steps when Redis is stalled, never 0 early', async () => {
     const redis = await RedisServer.start();
     try {
+      // A grace period shorter than Redis takes to be noticed as stalled (3 s without an answer):
+      // the Redis clients are still connected when the shutdown closes them.
       const server = await serverEnv('sqlite', {
         LOG_LEVEL: 'info',
-        SHUTDOWN_GRACE_SECONDS: '2',
-        SHUTDOWN_DELAY_SECONDS: '0',
         REDIS_URL: redis.url,
+        SHUTDOWN_GRACE_SECONDS: '1',
+        SHUTDOWN_DELAY_SECONDS: '0',
       });
       servers.push(server);
       const { key } = await orgWithKey(server.env);
       const proc = await startServerProcess(server);
-      expect((await fetch(`${server.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      // Connected to Redis (the rate limiter counts there).
+      await expect
+        .poll(async () => (await (await fetch(`${server.url}/readyz`)).json()) as unknown, { timeout: 15_000 })
+        .toEqual({ status: 'ready' });
       redis.stall();
-      // Answered once Redis's deadlines pass, or cut at the end of the grace period: either way not hung.
-      const request = fetch(`${server.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } }).then(
+      // A request waiting on Redis (its rate limit) when the signal comes: answered once Redis's
+      // deadlines pass, or cut at the end of the grace period.
+      const waiting = fetch(`${server.url}/api/v1/contacts?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
         (res) => res.status,
         () => 'cut',
       );
       await sleep(200);
+      const signalledAt = performance.now();
       proc.child.kill('SIGTERM');
-      const exit = await proc.exited;
-      expect([200, 'cut']).toContain(await request);
-      expect(exit).toEqual({ code: 0, signal: null });
-      expect(proc.output()).toContain('"shut down"');
+      const exit = await Promise.race([proc.exited, sleep(30_000).then(() => null)]);
+      const took = performance.now() - signalledAt;
+      if (!exit) proc.child.kill('SIGKILL');
+      expect(exit, proc.output().slice(-3000)).toEqual({ code: 1, signal: null });
+      // Grace (1 s), then each step's deadline (3 s): before the CLI's own limit (grace + 10 s).
+      expect(took).toBeLessThan(10_000);
+      expect([200, 'cut']).toContain(await waiting);
+      const lines = proc
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg: string; failed?: string[] });
+      expect(lines.filter((l) => l.msg === 'shut down')).toEqual([]);
+      const failed = lines.filter((l) => l.msg === 'shutdown failed');
+      expect(failed, proc.output().slice(-3000)).toHaveLength(1);
+      expect([...failed[0]!.failed!].sort()).toEqual(['the rate limiter', 'the sign-in throttle']);
+    } finally {
+      await redis.stop();
+    }
+  });
+
+  it('exits 0 with `shut down` when Redis answers', async () => {
+    const redis = await RedisServer.start();
+    try {
+      const server = await serverEnv('sqlite', {
+        LOG_LEVEL: 'info',
+        REDIS_URL: redis.url,
+        SHUTDOWN_GRACE_SECONDS: '5',
+        SHUTDOWN_DELAY_SECONDS: '0',
+      });
+      servers.push(server);
+      const { key } = await orgWithKey(server.env);
+      const proc = await startServerProcess(server);
+      await expect
+        .poll(async () => (await (await fetch(`${server.url}/readyz`)).json()) as unknown, { timeout: 15_000 })
+        .toEqual({ status: 'ready' });
+      expect((await fetch(`${server.url}/api/v1/contacts?limit=1`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      proc.child.kill('SIGTERM');
+      expect(await proc.exited).toEqual({ code: 0, signal: null });
+      const lines = proc
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"shut down"'));
+      expect(lines).toHaveLength(1);
+      expect(proc.output()).not.toContain('"level":50');
     } finally {
       await redis.stop();
     }

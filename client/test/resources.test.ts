@@ -21,7 +21,7 @@ describe('every resource (real server)', () => {
 
   it('contacts: create, get, update (null clears), delete', async () => {
     const contact = await orgdata.contacts.create({ first_name: 'Grace', email: 'grace@example.com', phone: '+1 555 0100' });
-    expect(contact).toMatchObject({ object: 'contact', first_name: 'Grace', last_name: '', phone: '+1 555 0100', source_type: 'manual' });
+    expect(contact).toMatchObject({ object: 'contact', first_name: 'Grace', last_name: '', phone: '+1 555 0100', source_type: 'api' });
     expect(await orgdata.contacts.get(contact.id)).toEqual(contact);
     const updated = await orgdata.contacts.update(contact.id, { phone: null, last_name: 'Hopper' });
     expect(updated).toMatchObject({ phone: null, last_name: 'Hopper' });

@@ -1,4 +1,5 @@
 import { createClient, type RedisClientType } from '@redis/client';
+import { withDeadline } from '../deadline.js';
 import type { DependencyHealth } from '../health.js';
 
 /**
@@ -75,19 +76,30 @@ export async function connected(client: RedisClient, ms: number): Promise<void> 
   });
 }
 
-/** Closes without waiting for a Redis that may not answer: commands still waiting are failed. */
+/** How long a close may take: the commands under way (each within its timeout), then QUIT. */
+const CLOSE_TIMEOUT_MS = 2 * COMMAND_TIMEOUT_MS;
+
+/**
+ * Closes without waiting for a Redis that may not answer. A client without a connection (Redis
+ * down) simply stops. A connected one lets the commands under way finish and sends QUIT; when
+ * that is not done within CLOSE_TIMEOUT_MS (Redis stalled) its connection is cut and the close
+ * rejects, so that a shutdown can say it did not close cleanly. (The deadline's timer is not
+ * unref'd: were it the last thing left, Node would exit mid-shutdown.)
+ */
 export async function closeRedisClient(client: RedisClient): Promise<void> {
   if (!client.isOpen) return;
   if (!client.isReady) {
     client.destroy();
     return;
   }
-  // close() lets pending commands finish (each bounded by its timeout), then quits.
-  // The timer is not unref'd: were it the last thing left, Node would exit mid-shutdown.
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([client.close(), new Promise<void>((resolve) => (timer = setTimeout(resolve, COMMAND_TIMEOUT_MS)))]);
-  clearTimeout(timer);
-  if (client.isOpen) client.destroy();
+  const closing = client.close();
+  try {
+    await withDeadline(closing, CLOSE_TIMEOUT_MS, 'Redis (closing the connection)');
+  } catch (error) {
+    closing.catch(() => undefined);
+    if (client.isOpen) client.destroy();
+    throw error;
+  }
 }
 
 /** Runs a Lua script by its SHA1, loading it first when Redis does not know it (after a restart). */
