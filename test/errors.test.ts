@@ -41,6 +41,30 @@ describe.each(DIALECTS)('errors and edges on %s', (dialect) => {
     expect(post.headers.allow).toBe('GET, PATCH, DELETE');
   });
 
+  it('refuses path ids past 64 characters, and never quotes more than 64 characters of input back', async () => {
+    const long = 'a'.repeat(500);
+    const tooLong = expectProblem(await h.call(key, 'GET', `/api/v1/contacts/${'b'.repeat(65)}`), 400, 'invalid_request');
+    expect(tooLong.errors).toEqual([{ field: 'id', message: 'must NOT have more than 64 characters' }]);
+    expectProblem(await h.call(key, 'GET', `/api/v1/contacts/${'b'.repeat(64)}`), 404, 'not_found');
+    for (const res of [
+      await h.call(key, 'GET', `/api/v1/contacts/${long}`),
+      await h.call(key, 'DELETE', `/api/v1/contacts/${long}/labels/${long}`),
+      await h.call(key, 'GET', `/api/v1/${long}`),
+      await h.call(key, 'PUT', `/api/v1/contacts?${long}=1`),
+      await h.call(key, 'GET', `/api/v1/contacts?${long}=1`),
+      await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'Q', email: 'q@example.com', [long]: 1 }),
+    ]) {
+      const body = res.json() as { detail: string; errors?: { field: string }[] };
+      expect(res.statusCode).toBeGreaterThanOrEqual(400);
+      expect(JSON.stringify(body), `${res.statusCode} ${body.detail}`).not.toContain('a'.repeat(65));
+    }
+    // A body of 150 unknown fields is answered with the first hundred.
+    const many = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`f${i}`, 0]));
+    const crowded = expectProblem(await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'Q', ...many }), 400, 'invalid_request');
+    expect((crowded.errors as unknown[]).length).toBeLessThanOrEqual(100);
+    expect(String(crowded.detail).length).toBeLessThanOrEqual(2000);
+  });
+
   it('sends a Request-Id on every response, success or not', async () => {
     for (const res of [
       await h.call(key, 'GET', '/api/v1/contacts'),

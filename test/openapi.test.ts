@@ -85,6 +85,29 @@ describe('OpenAPI document', () => {
     for (const tag of doc.tags as { name: string; description?: string }[]) expect(tag.description, tag.name).toBeTruthy();
   });
 
+  it('declares the upload body, bounds path ids, names a contact, and states MAX_FILE_BYTES', async () => {
+    const upload = ((doc.paths as Json)['/uploads/{token}'] as Json).put as Json;
+    expect(upload.requestBody).toMatchObject({ required: true, content: { '*/*': { schema: { type: 'string', format: 'binary' } } } });
+    for (const { path, op } of operations) {
+      for (const parameter of (op.parameters ?? []) as Json[]) {
+        if (parameter.in !== 'path' || parameter.name === 'token') continue;
+        expect(parameter.schema, `${path} ${String(parameter.name)}`).toMatchObject({ minLength: 1, maxLength: 64 });
+      }
+    }
+    expect((doc.info as Json).contact).toMatchObject({ url: 'http://localhost:3000/docs' });
+    const size = () => ((((doc.components as Json).schemas as Json).FileCreate as Json).properties as Json).size as Json;
+    expect(size().maximum).toBe(100 * 1024 * 1024);
+    const small = await makeHarness('sqlite', { env: { PUBLIC_URL: 'http://localhost:3000', MAX_FILE_BYTES: '12345' } });
+    try {
+      const served = (await small.call(null, 'GET', '/api/v1/openapi.json')).json() as Json;
+      expect(((((served.components as Json).schemas as Json).FileCreate as Json).properties as Json).size).toMatchObject({
+        maximum: 12345,
+      });
+    } finally {
+      await small.close();
+    }
+  });
+
   it('documents every route the app serves under /api/v1, and the links it hands out', () => {
     const routes = servedRoutes(h.app).filter((route) => route.url.startsWith(`${API_PREFIX}/`) || isLink(route.url));
     expect(routes.length).toBeGreaterThan(10);

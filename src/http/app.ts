@@ -7,7 +7,7 @@ import { authenticatedApi } from './api.js';
 import { errorHandler } from './errorHandler.js';
 import { isApiPath, routeTable } from './methodNotAllowed.js';
 import { openApiCollector } from './openapi.js';
-import { newRequestId, sendProblem } from './problem.js';
+import { newRequestId, quoted, sendProblem } from './problem.js';
 import { clientErrorHandler, MAX_URL_BYTES } from './clientErrors.js';
 import { useStrictJson } from './jsonBody.js';
 import { ValidationError } from '../domain/errors.js';
@@ -138,10 +138,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       config.docsUrl,
       405,
       'method_not_allowed',
-      `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}.`,
+      `${request.method} is not allowed on ${quoted(path)}; allowed: ${allowed.join(', ')}.`,
     );
   };
-  const openApi = openApiCollector(app, config.publicUrl);
+  const openApi = openApiCollector(app, { publicUrl: config.publicUrl, maxFileBytes: config.maxFileBytes });
 
   useStrictJson(app);
   const shutdown = deps.shutdown ?? new ShutdownState();
@@ -180,7 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       config.docsUrl,
       404,
       'not_found',
-      `There is no ${request.method} ${path}. See ${config.publicUrl}/docs.`,
+      `There is no ${quoted(request.method)} ${quoted(path)}. See ${config.publicUrl}/docs.`,
     );
   });
 

@@ -16,7 +16,7 @@ import {
   type FieldError,
 } from '../domain/errors.js';
 import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/database.js';
-import { sendProblem } from './problem.js';
+import { MAX_FIELD_ERRORS, quoted, sendProblem } from './problem.js';
 
 /** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
 export function statusOf(error: ServiceError): number {
@@ -49,7 +49,8 @@ function fieldOf(error: AjvError, part: string | undefined): string {
     .join('')
     .replace(/^\./, '');
   const property = error.params.missingProperty ?? error.params.additionalProperty;
-  if (typeof property === 'string') field = field ? `${field}.${property}` : property;
+  // An unknown field's name is the client's own text: quoted, never echoed whole.
+  if (typeof property === 'string') field = field ? `${field}.${quoted(property)}` : quoted(property);
   return field || (part === 'body' ? 'body' : part === 'querystring' ? 'query' : (part ?? 'request'));
 }
 
@@ -77,7 +78,7 @@ function validationDetails(error: FastifyError): FieldError[] {
     .filter((e) => e.keyword === 'anyOf' || !anyOfPaths.has(e.instancePath))
     .map((e) => ({ field: fieldOf(e, part), message: messageOf(e) }));
   const seen = new Set<string>();
-  return errors.filter((e) => !seen.has(e.field + e.message) && seen.add(e.field + e.message));
+  return errors.filter((e) => !seen.has(e.field + e.message) && seen.add(e.field + e.message)).slice(0, MAX_FIELD_ERRORS);
 }
 
 export function errorHandler(docsUrl: string) {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ValidationError } from '../domain/errors.js';
+import { quoted } from './problem.js';
 
 // fatal: a byte sequence that is not UTF-8 (a stray 0xff, an overlong or truncated sequence, an
 // encoded surrogate, Latin-1 text) is an error, never silently stored as U+FFFD.
@@ -75,7 +76,8 @@ export function useStrictJson(app: FastifyInstance): void {
       const duplicate = duplicateKey(text);
       if (duplicate !== null) {
         const message = 'appears more than once in the same object';
-        return done(new ValidationError([{ field: duplicate, message }], `The body is ambiguous: "${duplicate}" ${message}.`));
+        const name = quoted(duplicate);
+        return done(new ValidationError([{ field: name, message }], `The body is ambiguous: "${name}" ${message}.`));
       }
       done(null, value);
     });

@@ -162,6 +162,8 @@ const EDGE_STATUSES = [400, 408, 414, 431, 500, 503];
 
 function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
   const { summary, description, tags, operationId, body } = route.schema;
+  // A body Fastify does not parse (an upload's bytes): declared by the route as `rawBody`.
+  const rawBody = route.schema.rawBody as Json | undefined;
   const response: Json = { ...((route.schema.response ?? {}) as Json) };
   for (const status of EDGE_STATUSES) response[status] ??= Problem;
   const scopeNote = route.scope
@@ -185,6 +187,15 @@ function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
     ...(route.anyOfScopes ? { 'x-required-scope-any-of': route.anyOfScopes } : {}),
     parameters: parameters(route),
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: withRefs(body) } } } } : {}),
+    ...(rawBody
+      ? {
+          requestBody: {
+            required: true,
+            description: String(rawBody.description ?? ''),
+            content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+          },
+        }
+      : {}),
     responses: Object.fromEntries(
       Object.entries(response as Record<string, Json>).map(([status, schema]) => [
         status,
@@ -310,8 +321,15 @@ export function servedRoutes(app: FastifyInstance): readonly ServedRoute[] {
   return routes;
 }
 
-/** The OpenAPI 3.1 document, built from the schemas the routes validate with. */
-export function openApiCollector(app: FastifyInstance, publicUrl: string): () => Json {
+export interface DocumentSettings {
+  /** PUBLIC_URL: where the API and its links are served. */
+  publicUrl: string;
+  /** MAX_FILE_BYTES: stated as the largest file a reservation may ask for. */
+  maxFileBytes: number;
+}
+
+/** The OpenAPI 3.1 document, built from the schemas the routes validate with and this installation's settings. */
+export function openApiCollector(app: FastifyInstance, { publicUrl, maxFileBytes }: DocumentSettings): () => Json {
   const routes: Documented[] = [];
   const all: ServedRoute[] = [];
   served.set(app, all);
@@ -355,6 +373,11 @@ export function openApiCollector(app: FastifyInstance, publicUrl: string): () =>
       // Not declared in TAGS: listed without a description, which the OpenAPI lint refuses.
       ...[...used].filter((name) => !(name in TAGS)).map((name) => ({ name })),
     ];
+    const schemas = components(publicUrl, usedCodes, paths);
+    // The configured limit, so that the document states what this server enforces.
+    const fileSize = ((((schemas.schemas as Json).FileCreate as Json | undefined)?.properties as Json | undefined)?.size ??
+      null) as Json | null;
+    if (fileSize) fileSize.maximum = maxFileBytes;
     document = {
       openapi: '3.1.0',
       info: {
@@ -365,13 +388,14 @@ export function openApiCollector(app: FastifyInstance, publicUrl: string): () =>
           'Lists are cursor-paginated (`limit` 1–100, `cursor` from `next_cursor`). Unknown query parameters and body fields are refused (400). ' +
           'Bodies are JSON in valid UTF-8 with no key repeated in one object; query integers are plain decimal digits; a GET carries no body; HEAD is not served (405). ' +
           'Every POST accepts an Idempotency-Key (one header). Errors are RFC 9457 problem documents, also for requests the HTTP parser refuses (400, 408, 414, 431); every `code` is described at /docs/api/errors.',
+        contact: { name: 'The operator of this orgdata installation', url: `${publicUrl}/docs` },
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
       servers: [{ url: `${publicUrl}${API_PREFIX}`, description: 'This server (its PUBLIC_URL).' }],
       security: [{ apiKey: [] }],
       tags,
       paths,
-      components: components(publicUrl, usedCodes, paths),
+      components: schemas,
     };
     return document;
   };

@@ -20,6 +20,19 @@ export function newRequestId(): string {
 }
 
 /** An RFC 9457 problem document: the only place error bodies are made. */
+/** The most of a problem's `detail` sent (a backstop: details are written short). */
+export const MAX_DETAIL = 2000;
+/** The most refused fields a problem lists (a body of thousands of unknown fields gets the first 100). */
+export const MAX_FIELD_ERRORS = 100;
+/** The most of the client's own input a detail quotes back. */
+const MAX_QUOTE = 64;
+
+/** Client input as a detail quotes it: at most its first 64 characters, then an ellipsis. */
+export function quoted(text: string): string {
+  const chars = [...text];
+  return chars.length > MAX_QUOTE ? `${chars.slice(0, MAX_QUOTE).join('')}…` : text;
+}
+
 export function problemBody(
   docsUrl: string,
   status: number,
@@ -33,7 +46,7 @@ export function problemBody(
     title: STATUS_CODES[status] ?? 'Error',
     status,
     code,
-    detail,
+    detail: detail.length > MAX_DETAIL ? `${detail.slice(0, MAX_DETAIL - 1)}…` : detail,
     request_id: requestId,
     ...extra,
   };

@@ -670,7 +670,7 @@ export interface components {
             name: string;
             /** @description Media type, sent back on download. */
             content_type: string;
-            /** @description Exact size in bytes; at most the server's MAX_FILE_BYTES. */
+            /** @description Exact size in bytes; at most the server's MAX_FILE_BYTES (the served document states it as `maximum`). */
             size: number;
         };
         FileDeleted: {
@@ -936,11 +936,11 @@ export interface components {
             status: number;
             /** @description Stable machine-readable code. */
             code: string;
-            /** @description Human-readable explanation. */
+            /** @description Human-readable explanation; it quotes at most 64 characters of your own input. */
             detail: string;
             /** @description Quote this to the operator. */
             request_id: string;
-            /** @description With `invalid_request`: every field that was refused, and why. */
+            /** @description With `invalid_request`: every field that was refused, and why (the first 100). */
             errors?: {
                 field: string;
                 message: string;
@@ -1032,7 +1032,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Exactly the reserved number of bytes, in any content type. */
+        requestBody: {
+            content: {
+                "*/*": string;
+            };
+        };
         responses: {
             /** @description Success: the `File`. */
             200: {

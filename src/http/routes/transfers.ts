@@ -38,6 +38,8 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
         'The `upload_url` of a reservation. Send exactly the reserved number of bytes as the raw body, with no API key. Answers the file, now `ready` with its sha256. Works once. 503 `storage_unavailable` when file storage cannot be reached: the file stays `pending`, and the same PUT works once storage is back.',
       tags: ['Files'],
       params: LinkParams,
+      // Not validated by Fastify (the handler streams it to storage): documented as binary, any type.
+      rawBody: { description: 'Exactly the reserved number of bytes, in any content type.' },
       response: {
         200: File,
         400: Problem,

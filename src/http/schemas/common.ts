@@ -57,8 +57,12 @@ export function Deleted(object: string) {
   return Type.Object({ object: Type.Literal(object), id: Type.String(), deleted: Type.Literal(true) }, { additionalProperties: false });
 }
 
-/** An id in a path: any text, so that an unknown or malformed id is simply not found (404). */
-export const IdParam = (prefix: string, what: string) => Type.String({ description: `The ${what}'s id (\`${prefix}_…\`).` });
+/**
+ * An id in a path: 1 to 64 characters, as every id the API makes (longer is 400); any text
+ * within that, so that an unknown or malformed id is simply not found (404).
+ */
+export const IdParam = (prefix: string, what: string) =>
+  Type.String({ minLength: 1, maxLength: 64, description: `The ${what}'s id (\`${prefix}_…\`).` });
 
 /** An id inside a body: letters, digits and underscores, as every id the API makes. */
 export const IdString = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$' });

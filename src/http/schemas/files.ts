@@ -35,7 +35,10 @@ export const FileCreate = named(
     {
       name: Type.String({ minLength: 1, maxLength: FILE_NAME_MAX, description: 'Shown to people and used for downloads.' }),
       content_type: Type.String({ minLength: 3, maxLength: 255, description: 'Media type, sent back on download.' }),
-      size: Type.Integer({ minimum: 0, description: "Exact size in bytes; at most the server's MAX_FILE_BYTES." }),
+      size: Type.Integer({
+        minimum: 0,
+        description: "Exact size in bytes; at most the server's MAX_FILE_BYTES (the served document states it as `maximum`).",
+      }),
     },
     { additionalProperties: false, examples: [{ name: 'report.pdf', content_type: 'application/pdf', size: 48213 }] },
   ),

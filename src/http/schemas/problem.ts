@@ -9,11 +9,15 @@ export const Problem = named(
       title: Type.String({ description: 'Short title of the HTTP status.' }),
       status: Type.Integer({ description: 'The HTTP status.' }),
       code: Type.String({ description: 'Stable machine-readable code.' }),
-      detail: Type.String({ description: 'Human-readable explanation.' }),
+      detail: Type.String({
+        maxLength: 2000,
+        description: 'Human-readable explanation; it quotes at most 64 characters of your own input.',
+      }),
       request_id: Type.String({ description: 'Quote this to the operator.' }),
       errors: Type.Optional(
         Type.Array(Type.Object({ field: Type.String(), message: Type.String() }, { additionalProperties: false }), {
-          description: 'With `invalid_request`: every field that was refused, and why.',
+          maxItems: 100,
+          description: 'With `invalid_request`: every field that was refused, and why (the first 100).',
         }),
       ),
       existing_id: Type.Optional(
