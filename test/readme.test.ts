@@ -51,11 +51,11 @@ describe("the README's quick start, run as written", { timeout: 180_000 }, () =>
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
 
-    // The two blocks in one shell session (the second uses $KEY from the first); each command's
-    // output on its own line so that the answers can be told apart.
+    // The two blocks in one shell session (the second uses $KEY from the first).
     const script = `set -euo pipefail\n${quickStart}\necho\n${files}\necho`.replaceAll('localhost:3000', `localhost:${port}`);
     const { stdout } = await run('bash', ['-c', script], { cwd: ROOT, env });
-    const lines = stdout.split('\n').filter(Boolean);
+    // curl prints each answer without a newline: one JSON document after another.
+    const lines = stdout.replace(/}\s*{/g, '}\n{').split('\n').filter(Boolean);
     expect(lines[0]).toMatch(/^od_live_[A-Za-z0-9]{43}$/);
     expect(JSON.parse(lines[1]!)).toMatchObject({ object: 'list', data: [], has_more: false });
     expect(JSON.parse(lines[2]!)).toMatchObject({ object: 'contact', first_name: 'Grace', email: 'grace@example.com', source_type: 'api' });
