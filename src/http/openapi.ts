@@ -391,7 +391,13 @@ export function openApiCollector(app: FastifyInstance, { publicUrl, maxFileBytes
         contact: { name: 'The operator of this orgdata installation', url: `${publicUrl}/docs` },
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
-      servers: [{ url: `${publicUrl}${API_PREFIX}`, description: 'This server (its PUBLIC_URL).' }],
+      servers: [
+        {
+          url: `${publicUrl}${API_PREFIX}`,
+          description: 'This installation, at its PUBLIC_URL: local by default, your staging or production URL once deployed.',
+          'x-internal': false,
+        },
+      ],
       security: [{ apiKey: [] }],
       tags,
       paths,

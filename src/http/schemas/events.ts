@@ -84,12 +84,14 @@ export const EventListQuery = Type.Object(
     created_after: Type.Optional(
       Type.String({
         format: 'date-time',
+        maxLength: 64,
         description: 'Only events created strictly after this instant (ISO 8601, years 0000–9999 in UTC).',
       }),
     ),
     created_before: Type.Optional(
       Type.String({
         format: 'date-time',
+        maxLength: 64,
         description: 'Only events created strictly before this instant (ISO 8601, years 0000–9999 in UTC).',
       }),
     ),
