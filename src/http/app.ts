@@ -109,8 +109,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         return;
       }
       if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-        // An id longer than any the API makes: simply not found.
-        void sendProblem(request, reply, config.docsUrl, 404, 'not_found', 'No record has an id that long.');
+        // A path segment longer than any id (64) or link token (1024) the API makes: refused as the
+        // schema refuses an id past 64 characters.
+        void sendProblem(
+          request,
+          reply,
+          config.docsUrl,
+          400,
+          'invalid_request',
+          'A path segment is longer than any id or link this API makes.',
+          {
+            errors: [{ field: 'path', message: 'must NOT have more than 1024 characters' }],
+          },
+        );
         return;
       }
       const detail = error.code === 'FST_ERR_BAD_URL' ? 'The URL is not valid percent-encoded UTF-8.' : 'The request could not be read.';

@@ -175,7 +175,9 @@ export class RequestMaker {
     const parameters = ((op.op.parameters ?? []) as Json[]).filter((p) => !p.$ref);
     const queryParams = parameters.filter((p) => p.in === 'query');
     const authenticated = ((op.op.security ?? []) as unknown[]).length > 0;
-    const bodySchema = (op.op.requestBody as Json | undefined)?.content as Record<string, { schema: Json }> | undefined;
+    // A JSON body's schema; an upload's body (any type, binary) is made below, not from a schema.
+    const content = (op.op.requestBody as Json | undefined)?.content as Record<string, { schema: Json }> | undefined;
+    const bodySchema = content?.['application/json'] ? content : undefined;
     const bodyPointer = pointer('paths', op.path, op.method, 'requestBody', 'content', 'application/json', 'schema');
     const isUpload = op.operationId === 'uploadFile';
     const idempotent = ((op.op.parameters ?? []) as Json[]).some((p) => p.$ref === '#/components/parameters/IdempotencyKey');
