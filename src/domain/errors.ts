@@ -65,7 +65,14 @@ export class NotFoundError extends ServiceError {
 
 export class ConflictError extends ServiceError {
   constructor(
-    readonly code: 'contact_exists' | 'label_exists' | 'member_exists' | 'idempotency_conflict' | 'already_uploaded' | 'file_not_ready',
+    readonly code:
+      | 'contact_exists'
+      | 'external_id_exists'
+      | 'label_exists'
+      | 'member_exists'
+      | 'idempotency_conflict'
+      | 'already_uploaded'
+      | 'file_not_ready',
     message: string,
     extra: Record<string, unknown> = {},
   ) {

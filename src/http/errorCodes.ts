@@ -37,6 +37,10 @@ export const ERROR_CODES = {
     status: 409,
     summary: 'Another contact in the organisation has this email (compared case-insensitively); `existing_id` names it.',
   },
+  external_id_exists: {
+    status: 409,
+    summary: 'Another contact in the organisation has this `external_id` (compared exactly); `existing_id` names it.',
+  },
   label_exists: {
     status: 409,
     summary: 'Another label in the organisation has this name (compared case-insensitively); `existing_id` names it.',

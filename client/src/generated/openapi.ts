@@ -74,7 +74,7 @@ export interface paths {
         };
         /**
          * List contacts
-         * @description Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk; a cursor only works with the filters it was issued for.
+         * @description Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk and combine; a cursor only works with the filters it was issued for.
          *
          *     Requires the `contacts:read` scope.
          */
@@ -476,6 +476,8 @@ export interface components {
             phone: string | null;
             address: string | null;
             notes: string | null;
+            external_id: string | null;
+            metadata: components["schemas"]["Metadata"];
             labels: components["schemas"]["Label"][];
             /**
              * @description How the contact was made: `manual` through the dashboard form, `api` through POST /contacts, `csv_import` from a row of the dashboard CSV import.
@@ -519,6 +521,17 @@ export interface components {
             phone?: string | null;
             address?: string | null;
             notes?: string | null;
+            external_id?: string | null;
+            /**
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @example {
+             *       "crm_tier": "gold",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
             /** @description Ids of labels of this organisation; the contact ends up with exactly these. */
             label_ids?: string[];
         };
@@ -539,7 +552,7 @@ export interface components {
             next_cursor: string | null;
         };
         /**
-         * @description Only the fields sent change; `null` clears phone, address or notes; `label_ids` replaces the whole set.
+         * @description Only the fields sent change; `null` clears phone, address, notes or external_id; `label_ids` replaces the whole set; `metadata` merges (a key set to `null` or `""` is removed, `metadata: null` removes all).
          * @example {
          *       "phone": null,
          *       "notes": "Met at the conference."
@@ -562,6 +575,17 @@ export interface components {
             phone?: string | null;
             address?: string | null;
             notes?: string | null;
+            external_id?: string | null;
+            /**
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @example {
+             *       "crm_tier": "gold",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
             /** @description Ids of labels of this organisation; the contact ends up with exactly these. */
             label_ids?: string[];
         };
@@ -756,6 +780,7 @@ export interface components {
             /** @example Newsletter */
             name: string;
             description: string | null;
+            metadata: components["schemas"]["Metadata"];
             /** @description How many contacts are members now. */
             member_count: number;
             /**
@@ -781,6 +806,16 @@ export interface components {
             /** @example Newsletter */
             name: string;
             description?: string | null;
+            /**
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @example {
+             *       "crm_tier": "gold",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
         };
         GroupDeleted: {
             /** @constant */
@@ -840,7 +875,7 @@ export interface components {
             contact_ids: string[];
         };
         /**
-         * @description Only the fields sent change; `null` clears the description.
+         * @description Only the fields sent change; `null` clears the description; `metadata` merges (a key set to `null` or `""` is removed, `metadata: null` removes all).
          * @example {
          *       "name": "Weekly"
          *     }
@@ -849,6 +884,16 @@ export interface components {
             /** @example Newsletter */
             name?: string;
             description?: string | null;
+            /**
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @example {
+             *       "crm_tier": "gold",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
         };
         Label: {
             /** @constant */
@@ -914,6 +959,25 @@ export interface components {
             name?: string;
         };
         /**
+         * @description Your own key-value pairs: up to 50 keys of at most 40 characters (no `[` or `]`), values strings of at most 500 characters. `{}` when none.
+         * @example {
+         *       "crm_tier": "gold"
+         *     }
+         */
+        Metadata: {
+            [key: string]: string;
+        };
+        /**
+         * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+         * @example {
+         *       "crm_tier": "gold",
+         *       "old_key": null
+         *     }
+         */
+        MetadataInput: {
+            [key: string]: string | null;
+        } | null;
+        /**
          * @description An RFC 9457 problem document; every error the API sends has this shape.
          * @example {
          *       "type": "http://localhost:3000/docs/api/errors#not_found",
@@ -945,7 +1009,7 @@ export interface components {
                 field: string;
                 message: string;
             }[];
-            /** @description With `contact_exists` and `label_exists`: the record that already has that value. */
+            /** @description With `contact_exists`, `external_id_exists` and `label_exists`: the record that already has that value. */
             existing_id?: string | null;
             /** @description With `not_found` when adding group members: the contact ids that are not in your organisation. */
             missing_ids?: string[];
@@ -1393,6 +1457,12 @@ export interface operations {
                 email?: string;
                 /** @description Only contacts that carry this label. */
                 label_id?: string;
+                /** @description Only the contact with this `external_id` (exact). */
+                external_id?: string;
+                /** @description Only contacts whose metadata has this key with exactly this value: `metadata[crm_tier]=gold`. One pair per request. */
+                metadata?: {
+                    [key: string]: string;
+                };
             };
             header?: never;
             path?: never;
@@ -1642,7 +1712,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict; the problem's code is `idempotency_conflict` or `contact_exists` (see the error reference). */
+            /** @description Conflict; the problem's code is `idempotency_conflict`, `contact_exists` or `external_id_exists` (see the error reference). */
             409: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
@@ -2239,7 +2309,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict; the problem's code is `contact_exists` (see the error reference). */
+            /** @description Conflict; the problem's code is `contact_exists` or `external_id_exists` (see the error reference). */
             409: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];

@@ -1,4 +1,5 @@
-import { PostgresAdapter, sql, type SqlBool } from 'kysely';
+import { PostgresAdapter, sql, type ExpressionBuilder, type SqlBool } from 'kysely';
+import type { Database } from '../../db/schema.js';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { Ctx } from '../context.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
@@ -16,6 +17,10 @@ export interface ContactFilters {
    * "020 7946" finds "+44 20 7946 0018" and "(020) 7946-0018".
    */
   search?: string;
+  /** Exact: the one contact with this external id. */
+  externalId?: string;
+  /** Exact: contacts whose metadata has this key with this value. */
+  metadata?: { key: string; value: string };
 }
 
 /** A LIKE pattern matching `text` anywhere, with LIKE's own wildcards taken literally. */
@@ -27,7 +32,8 @@ function containing(text: string): string {
  * Which filters a list request uses, and whether the rows are columns or JSON text (`j`, see
  * contactJson): each combination is compiled once (see PreparedQuery).
  */
-type Shape = `${0 | 1}${0 | 1}${0 | 1}${0 | 1}${'' | 'j'}`;
+type Flag = 0 | 1;
+type Shape = `${Flag}${Flag}${Flag}${Flag}${Flag}${Flag}${'' | 'j'}`;
 
 /** The digits of a phone number, without the separators people write in them. */
 const PHONE_DIGITS = sql`replace(replace(replace(replace(replace(replace(coalesce(contacts.phone, ''), ' ', ''), '-', ''), '(', ''), ')', ''), '.', ''), '+', '')`;
@@ -48,15 +54,39 @@ function phoneDigits(search: string): string | undefined {
   return digits.length >= 3 ? `%${digits}%` : undefined;
 }
 
-// Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after, 6 limit, 7 phone digits pattern.
+// Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after, 6 limit, 7 phone
+// digits pattern, 8 external id, 9–10 metadata key and value.
 const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, slot, shape) => {
-  const [email, label, search, after] = [...shape].map((flag) => flag === '1');
+  const [email, label, search, after, external, meta] = [...shape].map((flag) => flag === '1');
   // Typed as the columns either way: the caller knows which rows it asked for (pageRows).
   const columns = shape.endsWith('j')
     ? ([contactJson(db).as('json'), 'contacts.id', 'contacts.created_at'] as unknown as typeof CONTACT_COLUMNS)
     : CONTACT_COLUMNS;
   const position = { createdAt: slot<string>(4), id: slot<string>(5) };
-  if (label && !email) {
+  const hasLabel = (eb: ExpressionBuilder<Database, 'contacts'>) =>
+    eb.exists(
+      eb
+        .selectFrom('contact_labels')
+        .select('contact_labels.contact_id')
+        .whereRef('contact_labels.contact_id', '=', 'contacts.id')
+        .where('contact_labels.label_id', '=', slot<string>(2)),
+    );
+  if (meta && !email && !external) {
+    // The pair's rows in list order, a range of the (org_id, key, value, contact_created_at,
+    // contact_id) index from the position on, each joined to its contact (as a label's links are).
+    let query = db
+      .selectFrom('contact_metadata')
+      .innerJoin('contacts', 'contacts.id', 'contact_metadata.contact_id')
+      .select(columns)
+      .where('contact_metadata.org_id', '=', slot<string>(0))
+      .where('contact_metadata.key', '=', slot<string>(9))
+      .where('contact_metadata.value', '=', slot<string>(10));
+    if (label) query = query.where(hasLabel);
+    if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
+    if (after) query = query.where(afterPosition('contact_metadata', position, ['contact_created_at', 'contact_id']));
+    return query.orderBy('contact_metadata.contact_created_at').orderBy('contact_metadata.contact_id').limit(slot<number>(6));
+  }
+  if (label && !email && !external) {
     // The label's links in list order, a range of the (label_id, org_id, contact_created_at,
     // contact_id) index from the position on, each joined to its contact: a rare or unused label
     // reads a few index entries, not the organisation's contacts. The links carry their contact's
@@ -90,23 +120,27 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, Shape>((db, 
   }
   let query = db.selectFrom('contacts').select(columns).where('contacts.org_id', '=', slot<string>(0));
   if (email) query = query.where('contacts.email_lower', '=', slot<string>(1));
-  // With an email as well, the label is checked on the one contact the email finds, by primary key.
-  if (label) {
+  if (external) query = query.where('contacts.external_id', '=', slot<string>(8));
+  // With an email or external id as well, the label and the pair are checked on the one contact
+  // it finds, by primary key.
+  if (label) query = query.where(hasLabel);
+  if (meta) {
     query = query.where((eb) =>
       eb.exists(
         eb
-          .selectFrom('contact_labels')
-          .select('contact_labels.contact_id')
-          .whereRef('contact_labels.contact_id', '=', 'contacts.id')
-          .where('contact_labels.label_id', '=', slot<string>(2)),
+          .selectFrom('contact_metadata')
+          .select('contact_metadata.contact_id')
+          .whereRef('contact_metadata.contact_id', '=', 'contacts.id')
+          .where('contact_metadata.key', '=', slot<string>(9))
+          .where('contact_metadata.value', '=', slot<string>(10)),
       ),
     );
   }
   if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
   if (after) query = query.where(afterPosition('contacts', position));
-  // An email names at most one contact (unique in the organisation): nothing to order, and
-  // PostgreSQL would otherwise add a sort step over the unique index's one row.
-  if (email) return query.limit(slot<number>(6));
+  // An email or external id names at most one contact (unique in the organisation): nothing to
+  // order, and PostgreSQL would otherwise add a sort step over the unique index's one row.
+  if (email || external) return query.limit(slot<number>(6));
   return query.orderBy('contacts.created_at').orderBy('contacts.id').limit(slot<number>(6));
 });
 
@@ -116,10 +150,23 @@ async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, js
   const email = filters.email === undefined ? undefined : normaliseEmail(filters.email).toLowerCase();
   const text = filters.search?.trim().replace(/\s+/g, ' ');
   const search = text ? containing(text) : undefined;
-  const shape: Shape = `${email !== undefined ? 1 : 0}${filters.labelId !== undefined ? 1 : 0}${search !== undefined ? 1 : 0}${page.after ? 1 : 0}${json ? 'j' : ''}`;
+  const flag = (on: boolean): Flag => (on ? 1 : 0);
+  const shape: Shape = `${flag(email !== undefined)}${flag(filters.labelId !== undefined)}${flag(search !== undefined)}${flag(page.after !== null)}${flag(filters.externalId !== undefined)}${flag(filters.metadata !== undefined)}${json ? 'j' : ''}`;
   return contactsPage.execute(
     ctx.db,
-    [ctx.orgId, email, filters.labelId, search, page.after?.createdAt, page.after?.id, page.limit + 1, (text && phoneDigits(text)) ?? null],
+    [
+      ctx.orgId,
+      email,
+      filters.labelId,
+      search,
+      page.after?.createdAt,
+      page.after?.id,
+      page.limit + 1,
+      (text && phoneDigits(text)) ?? null,
+      filters.externalId,
+      filters.metadata?.key,
+      filters.metadata?.value,
+    ],
     shape,
   );
 }

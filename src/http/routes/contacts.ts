@@ -3,6 +3,8 @@ import { createContact, deleteContact, updateContact } from '../../domain/contac
 import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContactJson } from '../../domain/contacts/read.js';
 import { listContactsJson } from '../../domain/contacts/list.js';
+import { ValidationError } from '../../domain/errors.js';
+import { isMetadataKey } from '../../domain/metadata.js';
 import type { ApiDeps } from '../api.js';
 import { ctxOf } from '../context.js';
 import { listEnvelopeText, pageRequest, sendJsonText } from '../lists.js';
@@ -20,6 +22,17 @@ import { BODY_ERRORS, IDEMPOTENCY_ERRORS, responses } from '../schemas/responses
 
 const tags = ['Contacts'];
 
+/** The one `metadata[key]=value` pair of a list query, if any; two pairs, or a key metadata cannot have, are 400. */
+function metadataFilter(query: Record<string, unknown>): { key: string; value: string } | undefined {
+  const pairs = Object.entries(query).filter(([name]) => name.startsWith('metadata['));
+  if (pairs.length === 0) return undefined;
+  if (pairs.length > 1) throw ValidationError.field('metadata', 'filter on one metadata[key]=value pair at a time');
+  const [name, value] = pairs[0]!;
+  const key = name.slice('metadata['.length, -1);
+  if (!isMetadataKey(key)) throw ValidationError.field('metadata', 'is not a key metadata can have');
+  return { key, value: value as string };
+}
+
 export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, secret }) => {
   app.get('/contacts', {
     config: { scope: 'contacts:read' },
@@ -27,16 +40,22 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       operationId: 'listContacts',
       summary: 'List contacts',
       description:
-        'Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk; a cursor only works with the filters it was issued for.',
+        'Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk and combine; a cursor only works with the filters it was issued for.',
       tags,
       querystring: ContactListQuery,
       response: responses({ 200: ContactList }),
     },
     handler: async (request, reply) => {
       const ctx = ctxOf(request, db);
-      const { email, label_id: labelId } = request.query;
-      const filters = { email: email?.toLowerCase(), label_id: labelId };
-      const page = await listContactsJson(ctx, pageRequest(request, ctx, secret, request.query, filters), { email, labelId });
+      const { email, label_id: labelId, external_id: externalId } = request.query;
+      const metadata = metadataFilter(request.query);
+      const filters = { email: email?.toLowerCase(), label_id: labelId, external_id: externalId, metadata };
+      const page = await listContactsJson(ctx, pageRequest(request, ctx, secret, request.query, filters), {
+        email,
+        labelId,
+        externalId,
+        metadata,
+      });
       return sendJsonText(reply, listEnvelopeText(request, ctx, secret, page, filters));
     },
   });

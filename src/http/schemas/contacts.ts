@@ -1,6 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { LIMITS } from '../../domain/validation.js';
-import { Cursor, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp, Deleted } from './common.js';
+import { Cursor, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp, Deleted, Metadata, MetadataInput } from './common.js';
+import { EXTERNAL_ID_MAX } from '../../domain/contacts/contacts.js';
+import { METADATA_LIMITS } from '../../domain/metadata.js';
 import { Label } from './labels.js';
 
 const first_name = Type.String({ minLength: 1, maxLength: LIMITS.name, examples: ['Ada'] });
@@ -16,6 +18,15 @@ const email = Type.String({
 const phone = Nullable(Type.String({ maxLength: LIMITS.phone, examples: ['+44 20 7946 0958'] }));
 const address = Nullable(Type.String({ maxLength: LIMITS.address }));
 const notes = Nullable(Type.String({ maxLength: LIMITS.notes }));
+const external_id = Nullable(
+  Type.String({
+    minLength: 1,
+    maxLength: EXTERNAL_ID_MAX,
+    description:
+      "Your system's id for this contact: one line of text, unique in the organisation (compared exactly), `null` when none. Find a contact by it with `external_id=`, or match on it in `POST /contacts/batch`.",
+    examples: ['crm-00042'],
+  }),
+);
 const label_ids = Type.Array(IdString, {
   maxItems: 100,
   description: 'Ids of labels of this organisation; the contact ends up with exactly these.',
@@ -33,6 +44,8 @@ export const Contact = named(
       phone,
       address,
       notes,
+      external_id,
+      metadata: Metadata,
       labels: Type.Array(Label),
       source_type: Type.String({
         enum: ['manual', 'api', 'csv_import'],
@@ -56,6 +69,8 @@ export const ContactCreate = named(
       phone: Type.Optional(phone),
       address: Type.Optional(address),
       notes: Type.Optional(notes),
+      external_id: Type.Optional(external_id),
+      metadata: Type.Optional(MetadataInput),
       label_ids: Type.Optional(label_ids),
     },
     { additionalProperties: false, examples: [{ first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com' }] },
@@ -73,11 +88,14 @@ export const ContactUpdate = named(
       phone: Type.Optional(phone),
       address: Type.Optional(address),
       notes: Type.Optional(notes),
+      external_id: Type.Optional(external_id),
+      metadata: Type.Optional(MetadataInput),
       label_ids: Type.Optional(label_ids),
     },
     {
       additionalProperties: false,
-      description: 'Only the fields sent change; `null` clears phone, address or notes; `label_ids` replaces the whole set.',
+      description:
+        'Only the fields sent change; `null` clears phone, address, notes or external_id; `label_ids` replaces the whole set; `metadata` merges (a key set to `null` or `""` is removed, `metadata: null` removes all).',
       examples: [{ phone: null, notes: 'Met at the conference.' }],
     },
   ),
@@ -85,6 +103,9 @@ export const ContactUpdate = named(
 
 export const ContactList = named('ContactList', ListOf(Contact, 'A page of contacts, oldest first.'));
 export const ContactDeleted = named('ContactDeleted', Deleted('contact'));
+
+/** `metadata[key]=value` in a query: the key as the domain allows it is checked by the route. */
+export const METADATA_FILTER_PATTERN = `^metadata\\[[^\\[\\]]{1,${METADATA_LIMITS.key}}\\]$`;
 
 export const ContactListQuery = Type.Object(
   {
@@ -98,8 +119,22 @@ export const ContactListQuery = Type.Object(
       }),
     ),
     label_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts that carry this label.' })),
+    external_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: EXTERNAL_ID_MAX, description: 'Only the contact with this `external_id` (exact).' }),
+    ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // `metadata[key]=value`: one pair, exact (see METADATA_FILTER and the route).
+    patternProperties: {
+      [METADATA_FILTER_PATTERN]: Type.String({
+        minLength: 1,
+        maxLength: METADATA_LIMITS.value,
+        description:
+          'Only contacts whose metadata has this key with exactly this value: `metadata[crm_tier]=gold`. One pair per request.',
+      }),
+    },
+  },
 );
 
 export const ContactParams = Type.Object({ id: IdParam('con', 'contact') }, { additionalProperties: false });

@@ -22,7 +22,7 @@ export const Problem = named(
       ),
       existing_id: Type.Optional(
         Type.Union([Type.String(), Type.Null()], {
-          description: 'With `contact_exists` and `label_exists`: the record that already has that value.',
+          description: 'With `contact_exists`, `external_id_exists` and `label_exists`: the record that already has that value.',
         }),
       ),
       missing_ids: Type.Optional(
