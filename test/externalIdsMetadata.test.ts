@@ -16,9 +16,17 @@ describe.each(DIALECTS)('external ids and metadata on %s', (dialect) => {
   afterAll(() => h.close());
 
   const email = () => `sync${seq++}@example.com`;
-  const create = (body: Record<string, unknown>, k = key) => h.call(k, 'POST', '/api/v1/contacts', { first_name: 'S', email: email(), ...body });
+  const create = (body: Record<string, unknown>, k = key) =>
+    h.call(k, 'POST', '/api/v1/contacts', { first_name: 'S', email: email(), ...body });
   const count = async (table: 'contacts' | 'contact_metadata') =>
-    Number((await h.db.kysely.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await h.db.kysely
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   it('stores an external_id, finds the contact by it, and refuses a second holder with external_id_exists naming the first', async () => {
     const a = await create({ external_id: 'crm-1' });
@@ -32,7 +40,13 @@ describe.each(DIALECTS)('external ids and metadata on %s', (dialect) => {
     const twice = await create({ external_id: 'crm-1' });
     expect(twice.statusCode).toBe(409);
     expect(twice.json()).toMatchObject({ code: 'external_id_exists', existing_id: a.json().id });
-    const keyed = await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'S', email: email(), external_id: 'crm-1' }, { 'idempotency-key': `k-${seq}` });
+    const keyed = await h.call(
+      key,
+      'POST',
+      '/api/v1/contacts',
+      { first_name: 'S', email: email(), external_id: 'crm-1' },
+      { 'idempotency-key': `k-${seq}` },
+    );
     expect(keyed.statusCode).toBe(409);
     expect(keyed.json()).toMatchObject({ code: 'external_id_exists', existing_id: a.json().id });
     // Compared exactly: another case is another id.
@@ -95,12 +109,20 @@ describe.each(DIALECTS)('external ids and metadata on %s', (dialect) => {
 
     // The event says what metadata was.
     const events = await h.call(key, 'GET', '/api/v1/events?type=contact.updated&limit=100');
-    const last = events.json().data.filter((e: { data: { object: { id: string } } }) => e.data.object.id === c.id).at(-1);
+    const last = events
+      .json()
+      .data.filter((e: { data: { object: { id: string } } }) => e.data.object.id === c.id)
+      .at(-1);
     expect(last.data.previous_attributes.metadata).toEqual({ source: 'crm' });
   });
 
   it('treats keys such as __proto__ and constructor as keys', async () => {
-    const res = await h.call(key, 'POST', '/api/v1/contacts', JSON.parse(`{"first_name":"P","email":"${email()}","metadata":{"constructor":"c","toString":"t"}}`));
+    const res = await h.call(
+      key,
+      'POST',
+      '/api/v1/contacts',
+      JSON.parse(`{"first_name":"P","email":"${email()}","metadata":{"constructor":"c","toString":"t"}}`),
+    );
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json().metadata).toEqual({ constructor: 'c', toString: 't' });
     const proto = await h.app.inject({
@@ -172,7 +194,11 @@ describe.each(DIALECTS)('external ids and metadata on %s', (dialect) => {
     expect(encoded.json().data).toHaveLength(7);
     const labelled = await h.call(key, 'GET', `/api/v1/contacts?metadata[campaign]=spring-26&label_id=${label.id}`);
     expect(labelled.json().data.map((c: { id: string }) => c.id)).toEqual(ids.filter((_, i) => i % 2 === 0));
-    const byEmail = await h.call(key, 'GET', `/api/v1/contacts?metadata[campaign]=spring-26&email=${encodeURIComponent((await h.call(key, 'GET', `/api/v1/contacts/${ids[1]}`)).json().email)}`);
+    const byEmail = await h.call(
+      key,
+      'GET',
+      `/api/v1/contacts?metadata[campaign]=spring-26&email=${encodeURIComponent((await h.call(key, 'GET', `/api/v1/contacts/${ids[1]}`)).json().email)}`,
+    );
     expect(byEmail.json().data.map((c: { id: string }) => c.id)).toEqual([ids[1]]);
 
     // A changed pair moves the contact out of the filter; the pair's rows follow the contact.

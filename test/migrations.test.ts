@@ -168,7 +168,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '009_blob_purges',
       '010_settings',
       '011_source_types',
-      '012_external_ids_metadata',
+      '012_contact_sync',
     ]);
   });
 });

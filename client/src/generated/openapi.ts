@@ -74,7 +74,7 @@ export interface paths {
         };
         /**
          * List contacts
-         * @description Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk and combine; a cursor only works with the filters it was issued for.
+         * @description Contacts of the organisation, oldest first (or in the `sort` order), a page at a time. Filters narrow the walk and combine; a cursor only works with the filters and order it was issued for.
          *
          *     Requires the `contacts:read` scope.
          */
@@ -1459,6 +1459,10 @@ export interface operations {
                 label_id?: string;
                 /** @description Only the contact with this `external_id` (exact). */
                 external_id?: string;
+                /** @description Only contacts changed strictly after this instant (ISO 8601, years 0000–9999 in UTC): incremental sync. Without `sort`, the list is in `updated_at` order. Deletions are `contact.deleted` events (GET /events). */
+                updated_after?: string;
+                /** @description The order: by `created_at` (the default), `updated_at` or `last_name` (case-insensitive), ties by id; `-` for descending. By `updated_at`, a contact changed during a walk moves to the end and is listed again, never skipped. */
+                sort?: "created_at" | "-created_at" | "updated_at" | "-updated_at" | "last_name" | "-last_name";
                 /** @description Only contacts whose metadata has this key with exactly this value: `metadata[crm_tier]=gold`. One pair per request. */
                 metadata?: {
                     [key: string]: string;

@@ -305,12 +305,10 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
   if (Object.values(patch).every((value) => value === undefined)) return getContact(ctx, id); // nothing to change
   const at = nowIso(ctx.now);
   const { label_ids: labelIds, metadata, ...fields } = patch;
-  const set = {
+  const columns: Partial<Record<keyof ContactView, string | null>> = {
     ...fields,
     ...(fields.first_name !== undefined ? { first_name: fields.first_name.trim() } : {}),
     ...(fields.last_name !== undefined ? { last_name: fields.last_name.trim() } : {}),
-    ...(fields.email !== undefined ? { email_lower: fields.email.toLowerCase() } : {}),
-    updated_at: at,
   };
   try {
     return await inTransaction(ctx.db, async (trx) => {
@@ -324,16 +322,28 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
       const merged = mergeMetadata(before.metadata, metadata);
       const tooMany = metadataCountError('metadata', merged);
       if (tooMany) throw new ValidationError([tooMany]);
+      const labels = labelIds === undefined ? undefined : await checkLabelIds(trx, ctx.orgId, labelIds);
+      // Only what differs is written: an update that changes nothing (a sync sending a contact
+      // as it is) leaves updated_at alone and records no event, so `updated_after=` stays quiet.
+      const changed = Object.fromEntries(
+        Object.entries(columns).filter(([column, value]) => before[column as keyof ContactView] !== value),
+      );
       const metadataChanged = metadata !== undefined && JSON.stringify(merged) !== JSON.stringify(before.metadata);
+      const labelsChanged =
+        labels !== undefined && (labels.length !== before.labels.length || before.labels.some((label) => !labels.includes(label.id)));
+      if (Object.keys(changed).length === 0 && !metadataChanged && !labelsChanged) return before;
       await trx
         .updateTable('contacts')
-        .set(metadataChanged ? { ...set, metadata: JSON.stringify(merged) } : set)
+        .set({
+          ...changed,
+          ...(typeof changed.email === 'string' ? { email_lower: changed.email.toLowerCase() } : {}),
+          ...(metadataChanged ? { metadata: JSON.stringify(merged) } : {}),
+          updated_at: at,
+        })
         .where('org_id', '=', ctx.orgId)
         .where('id', '=', id)
         .execute();
-      if (labelIds !== undefined) {
-        await replaceLabels(trx, ctx.orgId, before, await checkLabelIds(trx, ctx.orgId, labelIds), at);
-      }
+      if (labelsChanged) await replaceLabels(trx, ctx.orgId, before, labels, at);
       if (metadataChanged) await replaceMetadata(trx, ctx.orgId, before, merged);
       return updated(trx, ctx, before, await getContact(inTrx, id));
     });

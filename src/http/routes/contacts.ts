@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createContact, deleteContact, updateContact } from '../../domain/contacts/contacts.js';
 import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContactJson } from '../../domain/contacts/read.js';
-import { listContactsJson } from '../../domain/contacts/list.js';
+import { listContactsJson, type ContactSort } from '../../domain/contacts/list.js';
+import { parseInstant } from '../../domain/validation.js';
 import { ValidationError } from '../../domain/errors.js';
 import { isMetadataKey } from '../../domain/metadata.js';
 import type { ApiDeps } from '../api.js';
@@ -40,7 +41,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       operationId: 'listContacts',
       summary: 'List contacts',
       description:
-        'Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk and combine; a cursor only works with the filters it was issued for.',
+        'Contacts of the organisation, oldest first (or in the `sort` order), a page at a time. Filters narrow the walk and combine; a cursor only works with the filters and order it was issued for.',
       tags,
       querystring: ContactListQuery,
       response: responses({ 200: ContactList }),
@@ -49,13 +50,24 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       const ctx = ctxOf(request, db);
       const { email, label_id: labelId, external_id: externalId } = request.query;
       const metadata = metadataFilter(request.query);
-      const filters = { email: email?.toLowerCase(), label_id: labelId, external_id: externalId, metadata };
-      const page = await listContactsJson(ctx, pageRequest(request, ctx, secret, request.query, filters), {
-        email,
-        labelId,
-        externalId,
+      const updatedAfter =
+        request.query.updated_after === undefined ? undefined : parseInstant('updated_after', request.query.updated_after);
+      const sort = (request.query.sort ?? (updatedAfter === undefined ? 'created_at' : 'updated_at')) as ContactSort;
+      // The default order is left out of the cursor's binding: cursors issued before `sort` existed still work.
+      const filters = {
+        email: email?.toLowerCase(),
+        label_id: labelId,
+        external_id: externalId,
         metadata,
-      });
+        updated_after: updatedAfter,
+        ...(sort === 'created_at' ? {} : { sort }),
+      };
+      const page = await listContactsJson(
+        ctx,
+        pageRequest(request, ctx, secret, request.query, filters),
+        { email, labelId, externalId, metadata, updatedAfter },
+        sort,
+      );
       return sendJsonText(reply, listEnvelopeText(request, ctx, secret, page, filters));
     },
   });

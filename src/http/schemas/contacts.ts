@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { LIMITS } from '../../domain/validation.js';
 import { Cursor, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp, Deleted, Metadata, MetadataInput } from './common.js';
 import { EXTERNAL_ID_MAX } from '../../domain/contacts/contacts.js';
+import { CONTACT_SORTS } from '../../domain/contacts/list.js';
 import { METADATA_LIMITS } from '../../domain/metadata.js';
 import { Label } from './labels.js';
 
@@ -122,6 +123,21 @@ export const ContactListQuery = Type.Object(
     external_id: Type.Optional(
       Type.String({ minLength: 1, maxLength: EXTERNAL_ID_MAX, description: 'Only the contact with this `external_id` (exact).' }),
     ),
+    updated_after: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 64,
+        description:
+          'Only contacts changed strictly after this instant (ISO 8601, years 0000–9999 in UTC): incremental sync. Without `sort`, the list is in `updated_at` order. Deletions are `contact.deleted` events (GET /events).',
+      }),
+    ),
+    sort: Type.Optional(
+      Type.String({
+        enum: [...CONTACT_SORTS],
+        description:
+          'The order: by `created_at` (the default), `updated_at` or `last_name` (case-insensitive), ties by id; `-` for descending. By `updated_at`, a contact changed during a walk moves to the end and is listed again, never skipped.',
+      }),
+    ),
   },
   {
     additionalProperties: false,
@@ -130,8 +146,7 @@ export const ContactListQuery = Type.Object(
       [METADATA_FILTER_PATTERN]: Type.String({
         minLength: 1,
         maxLength: METADATA_LIMITS.value,
-        description:
-          'Only contacts whose metadata has this key with exactly this value: `metadata[crm_tier]=gold`. One pair per request.',
+        description: 'Only contacts whose metadata has this key with exactly this value: `metadata[crm_tier]=gold`. One pair per request.',
       }),
     },
   },
