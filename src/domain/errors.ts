@@ -94,7 +94,13 @@ export class PayloadTooLargeError extends ServiceError {
 }
 
 export class UnprocessableError extends ServiceError {
-  readonly code = 'idempotency_key_reused';
+  constructor(
+    message: string,
+    extra: Record<string, unknown> = {},
+    readonly code: 'idempotency_key_reused' | 'duplicate_in_batch' = 'idempotency_key_reused',
+  ) {
+    super(message, extra);
+  }
 }
 
 export class RateLimitedError extends ServiceError {

@@ -65,8 +65,9 @@ const CODE_SOURCES: Partial<Record<ErrorCode, (route: Documented) => boolean>> =
   invalid_idempotency_key: (route) => route.idempotent,
   idempotency_conflict: (route) => route.idempotent,
   idempotency_key_reused: (route) => route.idempotent,
-  contact_exists: (route) => /^\/api\/v1\/contacts(\/:id)?$/.test(route.url),
-  external_id_exists: (route) => /^\/api\/v1\/contacts(\/:id)?$/.test(route.url),
+  contact_exists: (route) => /^\/api\/v1\/contacts(\/:id|\/batch)?$/.test(route.url),
+  external_id_exists: (route) => /^\/api\/v1\/contacts(\/:id|\/batch)?$/.test(route.url),
+  duplicate_in_batch: (route) => route.url === '/api/v1/contacts/batch',
   label_exists: (route) => route.url.startsWith('/api/v1/contacts/labels'),
   file_not_ready: (route) => route.url === '/api/v1/files/:id/download' || route.url === '/downloads/:token',
   // The upload and download links (outside /api/v1).

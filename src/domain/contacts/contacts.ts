@@ -56,7 +56,7 @@ export function contactFieldErrors(input: ContactPatch): FieldError[] {
 }
 
 /** The input with its email in the form it is stored, compared and returned in. */
-function withNormalEmail<T extends ContactPatch>(input: T): T {
+export function withNormalEmail<T extends ContactPatch>(input: T): T {
   return input.email === undefined ? input : { ...input, email: normaliseEmail(input.email) };
 }
 
@@ -109,7 +109,7 @@ const contactIdByExternalId = new PreparedQuery((db, slot) =>
  * The conflict a write of these values would meet with another contact than `self`: the email's
  * (contact_exists) or the external id's (external_id_exists), naming the holder; null if none.
  */
-async function conflictOf(
+export async function conflictOf(
   db: Kysely<Database>,
   orgId: string,
   values: { email?: string; external_id?: string | null },
@@ -128,11 +128,11 @@ async function conflictOf(
 
 /**
  * The error for a unique violation of a write of `values`: the conflict naming the holder, looked
- * up afterwards; in a caller's transaction (which PostgreSQL has aborted) without the holder.
+ * up afterwards with `db`; with `db` null (a transaction PostgreSQL has aborted) without the holder.
  */
-async function conflictAfter(
+export async function conflictAfter(
   error: unknown,
-  db: Kysely<Database>,
+  db: Kysely<Database> | null,
   orgId: string,
   values: { email?: string; external_id?: string | null },
   self: string | null = null,
@@ -141,7 +141,7 @@ async function conflictAfter(
   const external = onExternalId(error);
   if (external && values.external_id == null) return error;
   if (!external && values.email === undefined) return error;
-  if (db.isTransaction) return external ? duplicateExternalId(null) : duplicateEmail(values.email!, null);
+  if (db === null) return external ? duplicateExternalId(null) : duplicateEmail(values.email!, null);
   const found = await conflictOf(db, orgId, external ? { external_id: values.external_id } : { email: values.email }, self);
   return found ?? (external ? duplicateExternalId(null) : duplicateEmail(values.email!, null));
 }
@@ -294,7 +294,7 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
     const [created] = await inTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
     return created!;
   } catch (error) {
-    throw await conflictAfter(error, ctx.db, ctx.orgId, input);
+    throw await conflictAfter(error, ctx.db.isTransaction ? null : ctx.db, ctx.orgId, input);
   }
 }
 
@@ -303,6 +303,32 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
   const patch = withNormalEmail(given);
   checkFields(patch);
   if (Object.values(patch).every((value) => value === undefined)) return getContact(ctx, id); // nothing to change
+  try {
+    return await inTransaction(ctx.db, async (trx) => {
+      // In a caller's transaction (a keyed request) a unique violation would abort it on
+      // PostgreSQL, leaving no way to name the holder: look first. The unique indexes still decide races.
+      if (ctx.db.isTransaction) {
+        const conflict = await conflictOf(trx, ctx.orgId, patch, id);
+        if (conflict) throw conflict;
+      }
+      return (await patchInTransaction(trx, ctx, id, patch)).contact;
+    });
+  } catch (error) {
+    throw await conflictAfter(error, ctx.db.isTransaction ? null : ctx.db, ctx.orgId, patch, id);
+  }
+}
+
+/**
+ * Applies a checked patch (email normalised) to a contact in `trx`: only what differs is written,
+ * so an update that changes nothing (a sync sending a contact as it is) leaves updated_at alone
+ * and records no event, and `updated_after=` stays quiet. A unique violation is left to the caller.
+ */
+export async function patchInTransaction(
+  trx: Kysely<Database>,
+  ctx: Ctx,
+  id: string,
+  patch: ContactPatch,
+): Promise<{ contact: ContactView; changed: boolean }> {
   const at = nowIso(ctx.now);
   const { label_ids: labelIds, metadata, ...fields } = patch;
   const columns: Partial<Record<keyof ContactView, string | null>> = {
@@ -310,46 +336,32 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
     ...(fields.first_name !== undefined ? { first_name: fields.first_name.trim() } : {}),
     ...(fields.last_name !== undefined ? { last_name: fields.last_name.trim() } : {}),
   };
-  try {
-    return await inTransaction(ctx.db, async (trx) => {
-      const inTrx = { ...ctx, db: trx };
-      if (!(await lockRow(trx, 'contacts', ctx.orgId, id))) throw new NotFoundError(`No contact ${id}.`);
-      const before = await getContact(inTrx, id);
-      if (ctx.db.isTransaction) {
-        const conflict = await conflictOf(trx, ctx.orgId, patch, id);
-        if (conflict) throw conflict;
-      }
-      const merged = mergeMetadata(before.metadata, metadata);
-      const tooMany = metadataCountError('metadata', merged);
-      if (tooMany) throw new ValidationError([tooMany]);
-      const labels = labelIds === undefined ? undefined : await checkLabelIds(trx, ctx.orgId, labelIds);
-      // Only what differs is written: an update that changes nothing (a sync sending a contact
-      // as it is) leaves updated_at alone and records no event, so `updated_after=` stays quiet.
-      const changed = Object.fromEntries(
-        Object.entries(columns).filter(([column, value]) => before[column as keyof ContactView] !== value),
-      );
-      const metadataChanged = metadata !== undefined && JSON.stringify(merged) !== JSON.stringify(before.metadata);
-      const labelsChanged =
-        labels !== undefined && (labels.length !== before.labels.length || before.labels.some((label) => !labels.includes(label.id)));
-      if (Object.keys(changed).length === 0 && !metadataChanged && !labelsChanged) return before;
-      await trx
-        .updateTable('contacts')
-        .set({
-          ...changed,
-          ...(typeof changed.email === 'string' ? { email_lower: changed.email.toLowerCase() } : {}),
-          ...(metadataChanged ? { metadata: JSON.stringify(merged) } : {}),
-          updated_at: at,
-        })
-        .where('org_id', '=', ctx.orgId)
-        .where('id', '=', id)
-        .execute();
-      if (labelsChanged) await replaceLabels(trx, ctx.orgId, before, labels, at);
-      if (metadataChanged) await replaceMetadata(trx, ctx.orgId, before, merged);
-      return updated(trx, ctx, before, await getContact(inTrx, id));
-    });
-  } catch (error) {
-    throw await conflictAfter(error, ctx.db, ctx.orgId, patch, id);
-  }
+  const inTrx = { ...ctx, db: trx };
+  if (!(await lockRow(trx, 'contacts', ctx.orgId, id))) throw new NotFoundError(`No contact ${id}.`);
+  const before = await getContact(inTrx, id);
+  const merged = mergeMetadata(before.metadata, metadata);
+  const tooMany = metadataCountError('metadata', merged);
+  if (tooMany) throw new ValidationError([tooMany]);
+  const labels = labelIds === undefined ? undefined : await checkLabelIds(trx, ctx.orgId, labelIds);
+  const changed = Object.fromEntries(Object.entries(columns).filter(([column, value]) => before[column as keyof ContactView] !== value));
+  const metadataChanged = metadata !== undefined && JSON.stringify(merged) !== JSON.stringify(before.metadata);
+  const labelsChanged =
+    labels !== undefined && (labels.length !== before.labels.length || before.labels.some((label) => !labels.includes(label.id)));
+  if (Object.keys(changed).length === 0 && !metadataChanged && !labelsChanged) return { contact: before, changed: false };
+  await trx
+    .updateTable('contacts')
+    .set({
+      ...changed,
+      ...(typeof changed.email === 'string' ? { email_lower: changed.email.toLowerCase() } : {}),
+      ...(metadataChanged ? { metadata: JSON.stringify(merged) } : {}),
+      updated_at: at,
+    })
+    .where('org_id', '=', ctx.orgId)
+    .where('id', '=', id)
+    .execute();
+  if (labelsChanged) await replaceLabels(trx, ctx.orgId, before, labels, at);
+  if (metadataChanged) await replaceMetadata(trx, ctx.orgId, before, merged);
+  return { contact: await updated(trx, ctx, before, await getContact(inTrx, id)), changed: true };
 }
 
 /** Makes a contact's contact_metadata rows those of `metadata`. */

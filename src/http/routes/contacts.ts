@@ -4,13 +4,19 @@ import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContactJson } from '../../domain/contacts/read.js';
 import { listContactsJson, type ContactSort } from '../../domain/contacts/list.js';
 import { parseInstant } from '../../domain/validation.js';
-import { ValidationError } from '../../domain/errors.js';
+import { ServiceError, ValidationError } from '../../domain/errors.js';
+import { batchContacts, BatchItemFailed, type BatchItem, type BatchMode, type MatchOn } from '../../domain/contacts/batch.js';
+import { fieldErrorsOf, problemOf, statusOf } from '../errorHandler.js';
+import { compileBodyValidator } from '../validation.js';
 import { isMetadataKey } from '../../domain/metadata.js';
 import type { ApiDeps } from '../api.js';
 import { ctxOf } from '../context.js';
 import { listEnvelopeText, pageRequest, sendJsonText } from '../lists.js';
 import {
   Contact,
+  ContactBatch,
+  ContactBatchEnvelope,
+  ContactBatchResult,
   ContactCreate,
   ContactDeleted,
   ContactLabelParams,
@@ -34,7 +40,30 @@ function metadataFilter(query: Record<string, unknown>): { key: string; value: s
   return { key, value: value as string };
 }
 
-export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, secret }) => {
+/** Each batch item checked as POST /contacts checks its body; what is wrong is that item's 400. */
+const checkItem = compileBodyValidator(ContactCreate);
+
+function batchItems(contacts: unknown[]): BatchItem[] {
+  return contacts.map((item, index) => {
+    if (checkItem(item)) return { input: item as ContactCreate };
+    const errors = fieldErrorsOf(checkItem.errors ?? [], 'body').map((e) => ({
+      field: e.field === 'body' ? `contacts[${index}]` : `contacts[${index}].${e.field}`,
+      message: e.message,
+    }));
+    return { error: new ValidationError(errors, `The item is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}.`) };
+  });
+}
+
+/** A failed item's problem names its place in the batch: `contacts[3].email`, and `index`. */
+function itemProblem(error: ServiceError, index: number, docsUrl: string, requestId: string) {
+  if (error instanceof ValidationError && !error.errors.every((e) => e.field.startsWith('contacts['))) {
+    const errors = error.errors.map((e) => ({ ...e, field: `contacts[${index}].${e.field}` }));
+    error = new ValidationError(errors, `contacts[${index}]: ${error.message}`);
+  }
+  return { ...problemOf(error, docsUrl, requestId), index };
+}
+
+export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, secret, docsUrl }) => {
   app.get('/contacts', {
     config: { scope: 'contacts:read' },
     schema: {
@@ -86,6 +115,50 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       const contact = await createContact(ctxOf(request, db), request.body, 'api');
       reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`);
       return contact;
+    },
+  });
+
+  app.post('/contacts/batch', {
+    config: { scope: 'contacts:write' },
+    schema: {
+      operationId: 'batchContacts',
+      summary: 'Create or upsert up to 100 contacts',
+      description:
+        'Creates (`mode: create`) or upserts (`mode: upsert`, matched on `match_on`) up to 100 contacts in one request, answering each item in order with its own status and contact or problem. With `atomic: true` all are written or none. One event per contact created or changed (none for an upsert that changes nothing). The batch counts as one request for the rate limit and the daily quota. Send an Idempotency-Key to retry safely: it covers the whole batch.',
+      tags,
+      body: ContactBatch,
+      response: responses({ 200: ContactBatchResult }, 409, 422, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+    },
+    // The envelope is checked before the handler; each item is checked in it, answered on its own.
+    validatorCompiler: (route) => (route.httpPart === 'body' ? compileBodyValidator(ContactBatchEnvelope) : app.validatorCompiler!(route)),
+    handler: async (request) => {
+      const body = request.body as unknown as { mode: BatchMode; match_on?: MatchOn; atomic?: boolean; contacts: unknown[] };
+      const options = { mode: body.mode, matchOn: body.match_on ?? 'email', atomic: body.atomic ?? false };
+      try {
+        const outcomes = await batchContacts(ctxOf(request, db), batchItems(body.contacts), options);
+        return {
+          object: 'batch_result' as const,
+          data: outcomes.map((outcome) =>
+            'contact' in outcome
+              ? outcome
+              : {
+                  index: outcome.index,
+                  status: statusOf(outcome.error),
+                  error: itemProblem(outcome.error, outcome.index, docsUrl, request.id),
+                },
+          ),
+        };
+      } catch (error) {
+        if (!(error instanceof BatchItemFailed)) throw error;
+        const { index, error: cause } = error;
+        const problem = itemProblem(cause, index, docsUrl, request.id);
+        throw Object.assign(
+          cause instanceof ValidationError ? new ValidationError(problem.errors ?? [], `contacts[${index}]: ${cause.message}`) : cause,
+          {
+            extra: { ...cause.extra, index },
+          },
+        );
+      }
     },
   });
 

@@ -1,4 +1,6 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
+import { MAX_BATCH } from '../../domain/contacts/batch.js';
+import { Problem } from './problem.js';
 import { LIMITS } from '../../domain/validation.js';
 import { Cursor, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp, Deleted, Metadata, MetadataInput } from './common.js';
 import { EXTERNAL_ID_MAX } from '../../domain/contacts/contacts.js';
@@ -156,4 +158,85 @@ export const ContactParams = Type.Object({ id: IdParam('con', 'contact') }, { ad
 export const ContactLabelParams = Type.Object(
   { id: IdParam('con', 'contact'), label_id: IdParam('lbl', 'label') },
   { additionalProperties: false },
+);
+
+const batchMode = Type.String({
+  enum: ['create', 'upsert'],
+  description:
+    '`create`: every item is a new contact (an existing email or external_id is 409 for that item). `upsert`: an item matching a contact on `match_on` updates it with the fields given (as PATCH does: `label_ids` replace, `metadata` merges) and answers 200; one matching nothing is created (201).',
+});
+const matchOn = Type.Optional(
+  Type.String({
+    enum: ['email', 'external_id'],
+    description:
+      'With `upsert`: the field that finds the contact to update, `email` (the default, case-insensitive) or `external_id` (then required in every item).',
+  }),
+);
+const atomic = Type.Optional(
+  Type.Boolean({
+    description:
+      '`true`: all items are written or none; the first failing item answers for the batch (400, 409 or 422, its `index` named) and nothing is written. `false` (the default): each item succeeds or fails on its own.',
+  }),
+);
+
+const batchFields = (items: TSchema) => ({
+  mode: batchMode,
+  match_on: matchOn,
+  atomic,
+  contacts: Type.Array(items, { minItems: 1, maxItems: MAX_BATCH, description: `1 to ${MAX_BATCH} contacts, each a ContactCreate body.` }),
+});
+
+export const ContactBatch = named(
+  'ContactBatch',
+  Type.Object(batchFields(ContactCreate), {
+    additionalProperties: false,
+    description:
+      'Up to 100 contacts in one request, which counts as one request for the rate limit and the daily quota. One Idempotency-Key covers the whole batch. Two items about the same contact (same email or external_id) are refused: the later one 422 `duplicate_in_batch`.',
+    examples: [
+      {
+        mode: 'upsert',
+        match_on: 'external_id',
+        contacts: [
+          { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', external_id: 'crm-1', metadata: { tier: 'gold' } },
+        ],
+      },
+    ],
+  }),
+);
+export type ContactBatch = Static<typeof ContactBatch>;
+
+/**
+ * What the route's validator checks before the handler: the envelope, not the items (each item
+ * is checked on its own and answered on its own, see routes/contacts.ts).
+ */
+export const ContactBatchEnvelope = Type.Object(batchFields(Type.Unknown()), { additionalProperties: false });
+
+export const ContactBatchResult = named(
+  'ContactBatchResult',
+  Type.Object(
+    {
+      object: Type.Literal('batch_result'),
+      data: Type.Array(
+        Type.Union([
+          Type.Object(
+            {
+              index: Type.Integer({ minimum: 0, maximum: MAX_BATCH - 1, description: "The item's position in `contacts`." }),
+              status: Type.Integer({ enum: [200, 201], description: '201 created, 200 matched and updated (or already as sent).' }),
+              contact: Contact,
+            },
+            { additionalProperties: false },
+          ),
+          Type.Object(
+            {
+              index: Type.Integer({ minimum: 0, maximum: MAX_BATCH - 1 }),
+              status: Type.Integer({ minimum: 400, maximum: 499, description: 'What the item would have answered alone.' }),
+              error: Problem,
+            },
+            { additionalProperties: false },
+          ),
+        ]),
+      ),
+    },
+    { additionalProperties: false, description: 'One answer per item, in item order.' },
+  ),
 );

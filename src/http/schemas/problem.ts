@@ -25,6 +25,15 @@ export const Problem = named(
           description: 'With `contact_exists`, `external_id_exists` and `label_exists`: the record that already has that value.',
         }),
       ),
+      index: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          description: 'With an atomic POST /contacts/batch that failed: the item that failed (nothing was written).',
+        }),
+      ),
+      duplicate_of: Type.Optional(
+        Type.Integer({ minimum: 0, description: 'With `duplicate_in_batch`: the earlier item about the same contact.' }),
+      ),
       missing_ids: Type.Optional(
         Type.Array(Type.String(), {
           description: 'With `not_found` when adding group members: the contact ids that are not in your organisation.',
