@@ -174,7 +174,8 @@ describe('the OpenAPI document, checked by Prism in front of a real server', { t
 
     // Sync: external ids, metadata, batches, incremental lists
     expect(
-      (await call(api, 'PATCH', `/contacts/${contact.id}`, { body: { external_id: 'crm-1', metadata: { tier: 'gold', old: null } } })).status,
+      (await call(api, 'PATCH', `/contacts/${contact.id}`, { body: { external_id: 'crm-1', metadata: { tier: 'gold', old: null } } }))
+        .status,
     ).toBe(200);
     expect((await call(api, 'GET', '/contacts?external_id=crm-1')).status).toBe(200);
     expect((await call(api, 'GET', '/contacts?metadata[tier]=gold&sort=-last_name')).status).toBe(200);
@@ -199,9 +200,7 @@ describe('the OpenAPI document, checked by Prism in front of a real server', { t
         )
       ).status,
     ).toBe(200);
-    expect(
-      (await batch({ mode: 'create', atomic: true, contacts: [{ first_name: 'Ada', email: 'ada@example.com' }] })).status,
-    ).toBe(409);
+    expect((await batch({ mode: 'create', atomic: true, contacts: [{ first_name: 'Ada', email: 'ada@example.com' }] })).status).toBe(409);
     expect(
       (
         await batch({
