@@ -140,9 +140,20 @@ describe.each(DIALECTS)('contact batches on %s', (dialect) => {
         { first_name: 'D', email: 'bad' },
       ],
     });
-    expect(conflict.statusCode).toBe(400); // the invalid item is found before anything is written
-    expect(conflict.json()).toMatchObject({ code: 'invalid_request', index: 3 });
-    expect(conflict.json().errors.map((e: { field: string }) => e.field)).toEqual(['contacts[3].email']);
+    // The first item that cannot be written answers for the batch: item 2 (its email is taken), not item 3 (invalid).
+    expect(conflict.statusCode).toBe(409);
+    expect(conflict.json()).toMatchObject({ code: 'contact_exists', index: 2, existing_id: taken.id });
+    const invalid = await batch({
+      mode: 'create',
+      atomic: true,
+      contacts: [
+        { first_name: 'A', email: email() },
+        { first_name: 'D', email: 'bad' },
+      ],
+    });
+    expect(invalid.statusCode).toBe(400);
+    expect(invalid.json()).toMatchObject({ code: 'invalid_request', index: 1 });
+    expect(invalid.json().errors.map((e: { field: string }) => e.field)).toEqual(['contacts[1].email']);
 
     const late = await batch({
       mode: 'create',
@@ -217,6 +228,24 @@ describe.each(DIALECTS)('contact batches on %s', (dialect) => {
     const replayed = await batch(failing, keyed);
     expect(replayed.statusCode).toBe(409);
     expect(replayed.headers['idempotent-replayed']).toBe('true');
+  });
+
+  it('gives each contact to one of two batches racing to create it, the other answering 409 per item', async () => {
+    const emails = Array.from({ length: 50 }, () => email());
+    const body = (atomic: boolean) => ({ mode: 'create', atomic, contacts: emails.map((e) => ({ first_name: 'Race', email: e })) });
+    const before = await rows('contacts');
+    const [a, b] = await Promise.all([batch(body(false)), batch(body(false))]);
+    const statuses = [a, b].map((res) => (res.json().data as Item[]).map((d) => d.status));
+    for (let i = 0; i < emails.length; i++) expect([statuses[0]![i], statuses[1]![i]].sort()).toEqual([201, 409]);
+    const losers = [...(a.json().data as Item[]), ...(b.json().data as Item[])].filter((d) => d.status === 409);
+    expect(losers.every((d) => d.error!.code === 'contact_exists')).toBe(true);
+    expect(await rows('contacts')).toBe(before + emails.length);
+
+    const more = Array.from({ length: 20 }, () => email());
+    const atomicBody = { mode: 'create', atomic: true, contacts: more.map((e) => ({ first_name: 'Race', email: e })) };
+    const [c, d] = await Promise.all([batch(atomicBody), batch(atomicBody)]);
+    expect([c.statusCode, d.statusCode].sort()).toEqual([200, 409]);
+    expect(await rows('contacts')).toBe(before + emails.length + more.length);
   });
 
   it('refuses a malformed envelope as a whole', async () => {

@@ -5,10 +5,13 @@ import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ServiceError, UnprocessableError, ValidationError } from '../errors.js';
 import { requireScope } from '../scopes.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/database.js';
 import {
   conflictAfter,
   conflictOf,
   contactFieldErrors,
+  duplicateEmail,
+  duplicateExternalId,
   insertContacts,
   patchInTransaction,
   withNormalEmail,
@@ -121,40 +124,146 @@ async function writeItem(
   return { index: -1, status: 201, contact: contact! };
 }
 
+/** Who holds each email (lower-cased) and external id of the batch now: two queries for the whole batch. */
+async function holders(trx: Kysely<Database>, orgId: string, inputs: ContactInput[]) {
+  const emails = [...new Set(inputs.map((input) => input.email.toLowerCase()))];
+  const externalIds = [...new Set(inputs.flatMap((input) => (input.external_id == null ? [] : [input.external_id])))];
+  const byEmail = new Map<string, string>();
+  const byExternalId = new Map<string, string>();
+  for (let i = 0; i < emails.length; i += 500) {
+    const rows = await trx
+      .selectFrom('contacts')
+      .select(['id', 'email_lower'])
+      .where('org_id', '=', orgId)
+      .where('email_lower', 'in', emails.slice(i, i + 500))
+      .execute();
+    for (const row of rows) byEmail.set(row.email_lower, row.id);
+  }
+  for (let i = 0; i < externalIds.length; i += 500) {
+    const rows = await trx
+      .selectFrom('contacts')
+      .select(['id', 'external_id'])
+      .where('org_id', '=', orgId)
+      .where('external_id', 'in', externalIds.slice(i, i + 500))
+      .execute();
+    for (const row of rows) byExternalId.set(row.external_id!, row.id);
+  }
+  return { byEmail, byExternalId };
+}
+
+/** The labels of the organisation among those the batch names. */
+async function knownLabels(trx: Kysely<Database>, orgId: string, inputs: ContactInput[]): Promise<Set<string>> {
+  const ids = [...new Set(inputs.flatMap((input) => input.label_ids ?? []))];
+  const known = new Set<string>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await trx
+      .selectFrom('labels')
+      .select('id')
+      .where('org_id', '=', orgId)
+      .where('id', 'in', ids.slice(i, i + 500))
+      .execute();
+    for (const row of rows) known.add(row.id);
+  }
+  return known;
+}
+
+/**
+ * What each item will do, decided from one look at the batch's emails, external ids and labels:
+ * create, update the contact it matches, or fail (a conflict with another contact, an unknown
+ * label). The writes can still meet a race (another request taking an email meanwhile).
+ */
+async function plan(trx: Kysely<Database>, ctx: Ctx, ready: Map<number, ContactInput>, options: BatchOptions) {
+  const inputs = [...ready.values()];
+  const { byEmail, byExternalId } = await holders(trx, ctx.orgId, inputs);
+  const labels = await knownLabels(trx, ctx.orgId, inputs);
+  const creates: [number, ContactInput][] = [];
+  const updates: [number, ContactInput, string][] = [];
+  const failed = new Map<number, ServiceError>();
+  for (const [index, input] of ready) {
+    const unknown = (input.label_ids ?? []).flatMap((id, i) =>
+      labels.has(id) ? [] : [{ field: `label_ids[${i}]`, message: `no label ${id} in this organisation` }],
+    );
+    if (unknown.length > 0) {
+      failed.set(index, new ValidationError(unknown));
+      continue;
+    }
+    const emailHolder = byEmail.get(input.email.toLowerCase()) ?? null;
+    const externalHolder = input.external_id == null ? null : (byExternalId.get(input.external_id) ?? null);
+    const match = options.mode === 'upsert' ? (options.matchOn === 'email' ? emailHolder : externalHolder) : null;
+    if (emailHolder !== null && emailHolder !== match) failed.set(index, duplicateEmail(input.email, emailHolder));
+    else if (externalHolder !== null && externalHolder !== match) failed.set(index, duplicateExternalId(externalHolder));
+    else if (match !== null) updates.push([index, input, match]);
+    else creates.push([index, input]);
+  }
+  return { creates, updates, failed };
+}
+
 export async function batchContacts(ctx: Ctx, items: BatchItem[], options: BatchOptions): Promise<BatchOutcome[]> {
   requireScope(ctx.actor, 'contacts:write');
-  const { ready, failed } = prepare(items, options);
-  if (options.atomic && failed.size > 0) {
-    const index = Math.min(...failed.keys());
-    throw new BatchItemFailed(index, failed.get(index)!);
-  }
+  const prepared = prepare(items, options);
   const outcomes = new Array<BatchOutcome>(items.length);
-  for (const [index, error] of failed) outcomes[index] = { index, error };
+  const fail = (index: number, error: ServiceError) => {
+    if (options.atomic) throw new BatchItemFailed(index, error);
+    outcomes[index] = { index, error };
+  };
+  const firstFailure = (failed: Map<number, ServiceError>) => {
+    for (const index of [...failed.keys()].sort((a, b) => a - b)) fail(index, failed.get(index)!);
+  };
+  for (const [index, error] of prepared.failed) outcomes[index] = { index, error };
   await inTransaction(ctx.db, async (trx) => {
-    for (const [index, input] of ready) {
-      if (options.atomic) {
-        try {
-          outcomes[index] = { ...(await writeItem(trx, ctx, input, options)), index };
-        } catch (error) {
-          const mapped = await conflictAfter(error, null, ctx.orgId, input);
-          if (mapped instanceof ServiceError) throw new BatchItemFailed(index, mapped);
-          throw mapped;
-        }
-        continue;
-      }
+    const inTrx = { ...ctx, db: trx };
+    const { creates, updates, failed } = await plan(trx, ctx, prepared.ready, options);
+    // Atomic: the first item (by position) that cannot be written fails the batch, before any write.
+    if (options.atomic) firstFailure(new Map([...prepared.failed, ...failed]));
+    else firstFailure(failed);
+
+    // Every item in a savepoint of its own: a failure (a race lost included) takes back that item
+    // alone; in an atomic batch it fails the batch, which rolls back with the transaction.
+    const one = async (index: number, write: () => Promise<BatchOutcome>, input: ContactInput) => {
       await sql`savepoint batch_item`.execute(trx);
       try {
-        outcomes[index] = { ...(await writeItem(trx, ctx, input, options)), index };
+        outcomes[index] = await write();
         await sql`release savepoint batch_item`.execute(trx);
       } catch (error) {
         await sql`rollback to savepoint batch_item`.execute(trx);
         await sql`release savepoint batch_item`.execute(trx);
-        // After the rollback the transaction is usable again: a race lost to another request is
-        // named with its holder, as a single create's would be.
+        // After the rollback the transaction is usable again: a conflict is named with its holder.
         const mapped = await conflictAfter(error, trx, ctx.orgId, input);
         if (!(mapped instanceof ServiceError)) throw mapped;
-        outcomes[index] = { index, error: mapped };
+        fail(index, mapped);
       }
+    };
+
+    // The new contacts in one insert (a few statements for the whole batch, not several an item);
+    // if that meets a race, each one again on its own, to tell which.
+    if (creates.length > 0) {
+      await sql`savepoint batch_creates`.execute(trx);
+      try {
+        const made = await insertContacts(
+          trx,
+          inTrx,
+          creates.map(([, input]) => input),
+          'api',
+        );
+        creates.forEach(([index], i) => (outcomes[index] = { index, status: 201, contact: made[i]! }));
+        await sql`release savepoint batch_creates`.execute(trx);
+      } catch (error) {
+        await sql`rollback to savepoint batch_creates`.execute(trx);
+        await sql`release savepoint batch_creates`.execute(trx);
+        if (!(error instanceof ServiceError) && !isUniqueViolation(error) && !isForeignKeyViolation(error)) throw error;
+        for (const [index, input] of creates)
+          await one(index, () => writeItem(trx, ctx, input, options).then((o) => ({ ...o, index })), input);
+      }
+    }
+    for (const [index, input, id] of updates) {
+      await one(
+        index,
+        async () => {
+          const { contact } = await patchInTransaction(trx, inTrx, id, input);
+          return { index, status: 200, contact };
+        },
+        input,
+      );
     }
   });
   return outcomes;

@@ -78,7 +78,7 @@ async function checkLabelIds(db: Kysely<Database>, orgId: string, labelIds: stri
   return unique;
 }
 
-function duplicateEmail(email: string, existingId: string | null): ConflictError {
+export function duplicateEmail(email: string, existingId: string | null): ConflictError {
   return new ConflictError('contact_exists', `A contact with the email ${email} already exists in this organisation.`, {
     existing_id: existingId,
   });
