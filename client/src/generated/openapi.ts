@@ -682,8 +682,10 @@ export interface components {
          *           "phone": null,
          *           "address": null,
          *           "notes": null,
+         *           "external_id": null,
+         *           "metadata": {},
          *           "labels": [],
-         *           "source_type": "manual",
+         *           "source_type": "api",
          *           "created_at": "2026-11-20T12:34:56.789Z",
          *           "updated_at": "2026-11-23T12:00:00.123Z"
          *         },
@@ -1043,16 +1045,6 @@ export interface components {
         Metadata: {
             [key: string]: string;
         };
-        /**
-         * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
-         * @example {
-         *       "crm_tier": "gold",
-         *       "old_key": null
-         *     }
-         */
-        MetadataInput: {
-            [key: string]: string | null;
-        } | null;
         /**
          * @description An RFC 9457 problem document; every error the API sends has this shape.
          * @example {

@@ -89,17 +89,15 @@ export const Metadata = named(
 );
 
 /** `metadata` as a create or update sends it: keys merge into the stored ones; `null` or `""` removes a key, `null` for the whole removes all. */
-export const MetadataInput = named(
-  'MetadataInput',
-  Nullable(
-    Type.Unsafe<Record<string, string | null>>({
-      type: 'object',
-      ...metadataKeys,
-      additionalProperties: { anyOf: [{ type: 'string', maxLength: METADATA_LIMITS.value }, { type: 'null' }] },
-    }),
-    {
-      description: `Keys to set (a string of at most ${METADATA_LIMITS.value} characters) or remove (\`null\` or \`""\`); the keys not sent stay as they are. \`null\` instead of an object removes every key. At most ${METADATA_LIMITS.keys} keys in all.`,
-      examples: [{ crm_tier: 'gold', old_key: null }],
-    },
-  ),
+// Not a named component: Type.Optional copies it, so the document would carry it unused.
+export const MetadataInput = Nullable(
+  Type.Unsafe<Record<string, string | null>>({
+    type: 'object',
+    ...metadataKeys,
+    additionalProperties: { anyOf: [{ type: 'string', maxLength: METADATA_LIMITS.value }, { type: 'null' }] },
+  }),
+  {
+    description: `Keys to set (a string of at most ${METADATA_LIMITS.value} characters) or remove (\`null\` or \`""\`); the keys not sent stay as they are. \`null\` instead of an object removes every key. At most ${METADATA_LIMITS.keys} keys in all.`,
+    examples: [{ crm_tier: 'gold', old_key: null }],
+  },
 );
