@@ -66,6 +66,7 @@ describe.each(DIALECTS)('groups on %s', (dialect) => {
       id: expect.stringMatching(/^grp_[A-Za-z0-9]{20}$/),
       name: 'Newsletter',
       description: 'Monthly news',
+      metadata: {},
       member_count: 0,
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: g.created_at,

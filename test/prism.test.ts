@@ -172,6 +172,49 @@ describe('the OpenAPI document, checked by Prism in front of a real server', { t
     expect((await call(api, 'PUT', `/contacts/${contact.id}/labels/${label.id}`)).status).toBe(200);
     expect((await call(api, 'PUT', `/contacts/${contact.id}/labels/lbl_missing`)).status).toBe(404);
 
+    // Sync: external ids, metadata, batches, incremental lists
+    expect(
+      (await call(api, 'PATCH', `/contacts/${contact.id}`, { body: { external_id: 'crm-1', metadata: { tier: 'gold', old: null } } }))
+        .status,
+    ).toBe(200);
+    expect((await call(api, 'GET', '/contacts?external_id=crm-1')).status).toBe(200);
+    expect((await call(api, 'GET', '/contacts?metadata[tier]=gold&sort=-last_name')).status).toBe(200);
+    expect((await call(api, 'GET', '/contacts?updated_after=2026-01-01T00:00:00Z&limit=1')).status).toBe(200);
+    expect((await call(api, 'GET', '/contacts?sort=nope', { badRequest: true })).status).toBe(400);
+    const batch = (body: unknown, options: { badRequest?: boolean; headers?: Record<string, string> } = {}) =>
+      call(api, 'POST', '/contacts/batch', { body, ...options });
+    expect(
+      (
+        await batch(
+          {
+            mode: 'upsert',
+            match_on: 'external_id',
+            contacts: [
+              { first_name: 'Ada', email: 'ada@example.com', external_id: 'crm-1', metadata: { tier: 'platinum' } },
+              { first_name: 'Grace', email: 'grace@example.com', external_id: 'crm-2' },
+              { first_name: 'Alan', email: 'ada@example.com', external_id: 'crm-3' },
+              { first_name: 'Twice', email: 'twice@example.com', external_id: 'crm-2' },
+            ],
+          },
+          { headers: { 'idempotency-key': 'prism-batch' } },
+        )
+      ).status,
+    ).toBe(200);
+    expect((await batch({ mode: 'create', atomic: true, contacts: [{ first_name: 'Ada', email: 'ada@example.com' }] })).status).toBe(409);
+    expect(
+      (
+        await batch({
+          mode: 'create',
+          atomic: true,
+          contacts: [
+            { first_name: 'A', email: 'dup@example.com' },
+            { first_name: 'B', email: 'dup@example.com' },
+          ],
+        })
+      ).status,
+    ).toBe(422);
+    expect((await batch({ mode: 'create', contacts: [] }, { badRequest: true })).status).toBe(400);
+
     // Groups
     const group = (await call(api, 'POST', '/groups', { body: { name: 'Board', description: 'The board' } })).json() as { id: string };
     expect((await call(api, 'GET', '/groups')).status).toBe(200);

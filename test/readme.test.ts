@@ -30,9 +30,10 @@ describe("the README's quick start, run as written", { timeout: 180_000 }, () =>
     rmSync(path.join(ROOT, 'hello.txt'), { force: true });
   });
 
-  it('starts, makes an organisation and a key, lists and creates a contact, uploads a file', async () => {
+  it('starts, makes an organisation and a key, lists and creates a contact, uploads a file, syncs contacts', async () => {
     const [install, quickStart] = shellBlocks('## Run it', '### Files in two steps');
-    const [files] = shellBlocks('### Files in two steps', '## Official client');
+    const [files] = shellBlocks('### Files in two steps', '### Sync with another system');
+    const [sync] = shellBlocks('### Sync with another system', '## Official client');
     expect(install!.trim().split('\n')).toEqual(['npm install', 'npm start']);
 
     const port = await freePort();
@@ -52,7 +53,10 @@ describe("the README's quick start, run as written", { timeout: 180_000 }, () =>
     }
 
     // The two blocks in one shell session (the second uses $KEY from the first).
-    const script = `set -euo pipefail\n${quickStart}\necho\n${files}\necho`.replaceAll('localhost:3000', `localhost:${port}`);
+    const script = `set -euo pipefail\n${quickStart}\necho\n${files}\necho\n${sync}\necho`.replaceAll(
+      'localhost:3000',
+      `localhost:${port}`,
+    );
     const { stdout } = await run('bash', ['-c', script], { cwd: ROOT, env });
     // curl prints each answer without a newline: one JSON document after another.
     const lines = stdout.replace(/}\s*{/g, '}\n{').split('\n').filter(Boolean);
@@ -60,6 +64,16 @@ describe("the README's quick start, run as written", { timeout: 180_000 }, () =>
     expect(JSON.parse(lines[1]!)).toMatchObject({ object: 'list', data: [], has_more: false });
     expect(JSON.parse(lines[2]!)).toMatchObject({ object: 'contact', first_name: 'Grace', email: 'grace@example.com', source_type: 'api' });
     expect(JSON.parse(lines[3]!)).toMatchObject({ object: 'file', name: 'hello.txt', status: 'ready', size: 15 });
-    expect(lines).toHaveLength(4);
+    const batch = JSON.parse(lines[4]!);
+    expect(batch.object).toBe('batch_result');
+    expect(batch.data.map((item: { status: number }) => item.status)).toEqual([201, 201]);
+    expect(JSON.parse(lines[5]!).data.map((c: { email: string }) => c.email)).toEqual([
+      'grace@example.com',
+      'ada@example.com',
+      'alan@example.com',
+    ]);
+    expect(JSON.parse(lines[6]!)).toMatchObject({ object: 'list', data: [] });
+    expect(JSON.parse(lines[7]!).data.map((c: { external_id: string }) => c.external_id)).toEqual(['crm-1']);
+    expect(lines).toHaveLength(8);
   });
 });

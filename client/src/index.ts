@@ -10,6 +10,7 @@ export {
 export { PagePromise } from './pagination.js';
 export type { RateLimitState } from './rateLimit.js';
 export type { UploadParams } from './resources/files.js';
+export type { ContactChange, ContactSync, SyncOptions, UpsertManyOptions } from './resources/contacts.js';
 export type { RequestOptions } from './transport.js';
 export type * from './types.js';
 export type { UploadBody } from './uploadBody.js';

@@ -11,7 +11,14 @@ export type Contact = Schemas['Contact'];
 export type ContactCreateParams = Schemas['ContactCreate'];
 export type ContactUpdateParams = Schemas['ContactUpdate'];
 export type ContactDeleted = Schemas['ContactDeleted'];
-export type ContactListParams = QueryOf<'listContacts'>;
+/** `updated_after` also takes a Date; `metadata: { key: value }` is sent as `metadata[key]=value` (one pair). */
+export type ContactListParams = Omit<QueryOf<'listContacts'>, 'updated_after'> & { updated_after?: string | Date };
+export type ContactSort = NonNullable<ContactListParams['sort']>;
+export type ContactBatchParams = Schemas['ContactBatch'];
+export type ContactBatchResult = Schemas['ContactBatchResult'];
+/** One item's answer in a batch: `{index, status: 200 | 201, contact}` or `{index, status, error}`. */
+export type ContactBatchItemResult = ContactBatchResult['data'][number];
+export type Metadata = Schemas['Metadata'];
 
 export type Label = Schemas['Label'];
 export type LabelCreateParams = Schemas['LabelCreate'];

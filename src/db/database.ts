@@ -26,6 +26,7 @@ import * as dropEventsAge from './migrations/008_drop_events_age.js';
 import * as blobPurges from './migrations/009_blob_purges.js';
 import * as settings from './migrations/010_settings.js';
 import * as sourceTypes from './migrations/011_source_types.js';
+import * as contactSync from './migrations/012_contact_sync.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -246,6 +247,7 @@ const migrations: Record<string, Migration> = {
   '009_blob_purges': blobPurges,
   '010_settings': settings,
   '011_source_types': sourceTypes,
+  '012_contact_sync': contactSync,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -3,6 +3,8 @@
  * milliseconds (they sort as text, so keyset pagination works the same on both databases);
  * booleans are not used; JSON is stored as text.
  */
+import type { Generated } from 'kysely';
+
 export interface OrgsTable {
   id: string;
   name: string;
@@ -56,8 +58,21 @@ export interface ContactsTable {
   address: string | null;
   notes: string | null;
   source_type: string;
+  /** The integrator's own id, unique in the organisation when set. */
+  external_id: string | null;
+  /** JSON text of an object of strings; its pairs are also rows of contact_metadata. */
+  metadata: Generated<string>;
   created_at: string;
   updated_at: string;
+}
+
+/** A contact's metadata, a pair a row, for `metadata[key]=value` (see migration 012). */
+export interface ContactMetadataTable {
+  org_id: string;
+  contact_id: string;
+  key: string;
+  value: string;
+  contact_created_at: string;
 }
 
 export interface LabelsTable {
@@ -97,6 +112,8 @@ export interface GroupsTable {
   org_id: string;
   name: string;
   description: string | null;
+  /** JSON text of an object of strings. */
+  metadata: Generated<string>;
   created_at: string;
   updated_at: string;
 }
@@ -225,6 +242,7 @@ export interface Database {
   contacts: ContactsTable;
   labels: LabelsTable;
   contact_labels: ContactLabelsTable;
+  contact_metadata: ContactMetadataTable;
   idempotency_keys: IdempotencyKeysTable;
   groups: GroupsTable;
   group_members: GroupMembersTable;

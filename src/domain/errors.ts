@@ -65,7 +65,14 @@ export class NotFoundError extends ServiceError {
 
 export class ConflictError extends ServiceError {
   constructor(
-    readonly code: 'contact_exists' | 'label_exists' | 'member_exists' | 'idempotency_conflict' | 'already_uploaded' | 'file_not_ready',
+    readonly code:
+      | 'contact_exists'
+      | 'external_id_exists'
+      | 'label_exists'
+      | 'member_exists'
+      | 'idempotency_conflict'
+      | 'already_uploaded'
+      | 'file_not_ready',
     message: string,
     extra: Record<string, unknown> = {},
   ) {
@@ -87,7 +94,13 @@ export class PayloadTooLargeError extends ServiceError {
 }
 
 export class UnprocessableError extends ServiceError {
-  readonly code = 'idempotency_key_reused';
+  constructor(
+    message: string,
+    extra: Record<string, unknown> = {},
+    readonly code: 'idempotency_key_reused' | 'duplicate_in_batch' = 'idempotency_key_reused',
+  ) {
+    super(message, extra);
+  }
 }
 
 export class RateLimitedError extends ServiceError {

@@ -23,6 +23,8 @@ export interface JsonItem {
   json: string;
   id: string;
   created_at: string;
+  /** In a list ordered by another key than created_at: the item's value of that key, which the cursor holds. */
+  sort_key?: string;
 }
 
 /**

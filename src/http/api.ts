@@ -22,6 +22,8 @@ export interface ApiDeps {
   /** How long an Idempotency-Key claim protects an in-flight request before a retry may take it over. */
   idempotencyLockMs: number;
   keyCache?: VerifiedKeyCache;
+  /** Where problem `type` links point (config.docsUrl). */
+  docsUrl: string;
 }
 
 /** Everything under /api/v1 that needs a key: the edge (auth, limits, idempotency), then routes. */
@@ -35,6 +37,7 @@ export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options
     limits: options.limits,
     idempotencyLockMs: options.idempotencyLockMs,
     keyCache: options.keyCache,
+    docsUrl: options.docsUrl,
   };
   app.addHook('onRequest', authenticate(deps));
   // The hooks below are attached only to the routes that need them: a GET runs none of them

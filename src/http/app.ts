@@ -231,6 +231,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     limits: { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota },
     idempotencyLockMs: config.idempotencyLockSeconds * 1000,
     keyCache,
+    docsUrl: config.docsUrl,
   });
   if (keyCache && deps.keyCache === undefined) app.addHook('onClose', () => keyCache.close());
   return app;

@@ -37,6 +37,10 @@ export const ERROR_CODES = {
     status: 409,
     summary: 'Another contact in the organisation has this email (compared case-insensitively); `existing_id` names it.',
   },
+  external_id_exists: {
+    status: 409,
+    summary: 'Another contact in the organisation has this `external_id` (compared exactly); `existing_id` names it.',
+  },
   label_exists: {
     status: 409,
     summary: 'Another label in the organisation has this name (compared case-insensitively); `existing_id` names it.',
@@ -55,6 +59,11 @@ export const ERROR_CODES = {
   },
   uri_too_long: { status: 414, summary: 'The URL is longer than 8 KiB. Filters and ids are short; check how the URL is built.' },
   unsupported_media_type: { status: 415, summary: 'Requests with a body must send `Content-Type: application/json`.' },
+  duplicate_in_batch: {
+    status: 422,
+    summary:
+      'An earlier item of the same POST /contacts/batch is about the same contact (same email or external_id); `duplicate_of` names it. Send one item per contact.',
+  },
   idempotency_key_reused: {
     status: 422,
     summary: 'The Idempotency-Key was already used with a different method, path or body in the last 24 hours.',

@@ -16,7 +16,7 @@ import {
   type FieldError,
 } from '../domain/errors.js';
 import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/database.js';
-import { MAX_FIELD_ERRORS, quoted, sendProblem } from './problem.js';
+import { MAX_FIELD_ERRORS, problemBody, quoted, sendProblem, type ProblemBody } from './problem.js';
 
 /** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
 export function statusOf(error: ServiceError): number {
@@ -33,7 +33,7 @@ export function statusOf(error: ServiceError): number {
   return 500;
 }
 
-interface AjvError {
+export interface AjvError {
   instancePath: string;
   keyword: string;
   message?: string;
@@ -70,8 +70,11 @@ function messageOf(error: AjvError): string {
 }
 
 function validationDetails(error: FastifyError): FieldError[] {
-  const part = error.validationContext;
-  const list = (error.validation ?? []) as unknown as AjvError[];
+  return fieldErrorsOf((error.validation ?? []) as unknown as AjvError[], error.validationContext);
+}
+
+/** Ajv's errors as the fields a problem lists: one per field and message, the first 100. */
+export function fieldErrorsOf(list: AjvError[], part: string | undefined): FieldError[] {
   // anyOf reports one error per branch plus a summary; keep the summary for nullable fields.
   const anyOfPaths = new Set(list.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
   const errors = list
@@ -79,6 +82,16 @@ function validationDetails(error: FastifyError): FieldError[] {
     .map((e) => ({ field: fieldOf(e, part), message: messageOf(e) }));
   const seen = new Set<string>();
   return errors.filter((e) => !seen.has(e.field + e.message) && seen.add(e.field + e.message)).slice(0, MAX_FIELD_ERRORS);
+}
+
+/**
+ * The problem document of a domain error, for an answer that carries problems inside it (a
+ * batch's items): the same body, status and members errorHandler sends for it.
+ */
+export function problemOf(error: ServiceError, docsUrl: string, requestId: string): ProblemBody {
+  const extra: Record<string, unknown> = { ...error.extra };
+  if (error instanceof ValidationError) extra.errors = error.errors;
+  return problemBody(docsUrl, statusOf(error), error.code, error.message, requestId, extra);
 }
 
 export function errorHandler(docsUrl: string) {

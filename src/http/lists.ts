@@ -56,7 +56,9 @@ export function listEnvelopeText(
 ): string {
   const last = page.items[page.items.length - 1];
   const next =
-    page.hasMore && last ? encodeCursor(secret, bindingOf(request, ctx.orgId, filters), { createdAt: last.created_at, id: last.id }) : null;
+    page.hasMore && last
+      ? encodeCursor(secret, bindingOf(request, ctx.orgId, filters), { createdAt: last.sort_key ?? last.created_at, id: last.id })
+      : null;
   let data = '';
   for (let i = 0; i < page.items.length; i++) data += i === 0 ? page.items[i]!.json : `,${page.items[i]!.json}`;
   return `{"object":"list","data":[${data}],"has_more":${page.hasMore},"next_cursor":${JSON.stringify(next)}}`;

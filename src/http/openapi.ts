@@ -65,7 +65,9 @@ const CODE_SOURCES: Partial<Record<ErrorCode, (route: Documented) => boolean>> =
   invalid_idempotency_key: (route) => route.idempotent,
   idempotency_conflict: (route) => route.idempotent,
   idempotency_key_reused: (route) => route.idempotent,
-  contact_exists: (route) => /^\/api\/v1\/contacts(\/:id)?$/.test(route.url),
+  contact_exists: (route) => /^\/api\/v1\/contacts(\/:id|\/batch)?$/.test(route.url),
+  external_id_exists: (route) => /^\/api\/v1\/contacts(\/:id|\/batch)?$/.test(route.url),
+  duplicate_in_batch: (route) => route.url === '/api/v1/contacts/batch',
   label_exists: (route) => route.url.startsWith('/api/v1/contacts/labels'),
   file_not_ready: (route) => route.url === '/api/v1/files/:id/download' || route.url === '/downloads/:token',
   // The upload and download links (outside /api/v1).
@@ -147,6 +149,26 @@ function parameters(route: Documented): Json[] {
         schema: withRefs(rest),
       });
     }
+    // A family of names such as `metadata[key]` is OpenAPI's deepObject parameter `metadata`.
+    for (const [pattern, property] of Object.entries((schema?.patternProperties ?? {}) as Record<string, Json>)) {
+      const family = /^\^(\w+)\\\[\[\^\\\[\\\]\]\{1,(\d+)\}\\\]\$$/.exec(pattern);
+      if (!family) throw new Error(`No OpenAPI form for the query parameters ${pattern}`);
+      const { description, ...value } = property;
+      out.push({
+        name: family[1],
+        in: location,
+        required: false,
+        style: 'deepObject',
+        explode: true,
+        ...(description ? { description } : {}),
+        schema: {
+          type: 'object',
+          maxProperties: 1,
+          propertyNames: { minLength: 1, maxLength: Number(family[2]) },
+          additionalProperties: value,
+        },
+      });
+    }
   }
   if (route.idempotent) out.push({ $ref: '#/components/parameters/IdempotencyKey' });
   return out;
@@ -220,7 +242,7 @@ function problemExamples(publicUrl: string, usedCodes: Set<ErrorCode>): Json {
       request_id: 'req_8fK2mQ9xLp3vT7wZ1aB4',
     };
     if (code === 'invalid_request') value.errors = [{ field: 'email', message: 'must match format "idn-email"' }];
-    if (code === 'contact_exists') value.existing_id = 'con_4Hq7ZkP2mN8xV3bR6tY1';
+    if (code === 'contact_exists' || code === 'external_id_exists') value.existing_id = 'con_4Hq7ZkP2mN8xV3bR6tY1';
     if (code === 'label_exists') value.existing_id = 'lbl_9Tz3Qw7Er1Yu5Io2Pa8S';
     if (code === 'quota_exceeded') value.quota = { policy: 'daily', limit: 10000, used: 10000, resets_at: '2026-11-21T00:00:00.000Z' };
     examples[code] = { summary: `${status} ${code}`, value };

@@ -14,6 +14,14 @@ function makeAjv(options: Options): Ajv {
   return ajv;
 }
 
+let standalone: Ajv | undefined;
+
+/** A validator of a body part with the API's body rules (see useStrictValidation), for checking inside a handler. */
+export function compileBodyValidator(schema: object): ValidateFunction {
+  standalone ??= makeAjv({ coerceTypes: false, useDefaults: false });
+  return standalone.compile(schema);
+}
+
 /**
  * Bodies are validated as sent: no type coercion (a number is not a string) and unknown fields
  * are refused, not stripped. Query strings and path parameters arrive as text, so they alone are

@@ -74,7 +74,7 @@ export interface paths {
         };
         /**
          * List contacts
-         * @description Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk; a cursor only works with the filters it was issued for.
+         * @description Contacts of the organisation, oldest first (or in the `sort` order), a page at a time. Filters narrow the walk and combine; a cursor only works with the filters and order it was issued for.
          *
          *     Requires the `contacts:read` scope.
          */
@@ -87,6 +87,28 @@ export interface paths {
          *     Requires the `contacts:write` scope.
          */
         post: operations["createContact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create or upsert up to 100 contacts
+         * @description Creates (`mode: create`) or upserts (`mode: upsert`, matched on `match_on`) up to 100 contacts in one request, answering each item in order with its own status and contact or problem. With `atomic: true` all are written or none. One event per contact created or changed (none for an upsert that changes nothing). The batch counts as one request for the rate limit and the daily quota. Send an Idempotency-Key to retry safely: it covers the whole batch.
+         *
+         *     Requires the `contacts:write` scope.
+         */
+        post: operations["batchContacts"];
         delete?: never;
         options?: never;
         head?: never;
@@ -476,6 +498,8 @@ export interface components {
             phone: string | null;
             address: string | null;
             notes: string | null;
+            external_id: string | null;
+            metadata: components["schemas"]["Metadata"];
             labels: components["schemas"]["Label"][];
             /**
              * @description How the contact was made: `manual` through the dashboard form, `api` through POST /contacts, `csv_import` from a row of the dashboard CSV import.
@@ -494,6 +518,60 @@ export interface components {
              * @example 2026-11-20T12:34:56.789Z
              */
             updated_at: string;
+        };
+        /**
+         * @description Up to 100 contacts in one request, which counts as one request for the rate limit and the daily quota. One Idempotency-Key covers the whole batch. Two items about the same contact (same email or external_id) are refused: the later one 422 `duplicate_in_batch`.
+         * @example {
+         *       "mode": "upsert",
+         *       "match_on": "external_id",
+         *       "contacts": [
+         *         {
+         *           "first_name": "Ada",
+         *           "last_name": "Lovelace",
+         *           "email": "ada@example.com",
+         *           "external_id": "crm-1",
+         *           "metadata": {
+         *             "tier": "gold"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        ContactBatch: {
+            /**
+             * @description `create`: every item is a new contact (an existing email or external_id is 409 for that item). `upsert`: an item matching a contact on `match_on` updates it with the fields given (as PATCH does: `label_ids` replace, `metadata` merges) and answers 200; one matching nothing is created (201).
+             * @enum {string}
+             */
+            mode: "create" | "upsert";
+            /**
+             * @description With `upsert`: the field that finds the contact to update, `email` (the default, case-insensitive) or `external_id` (then required in every item).
+             * @enum {string}
+             */
+            match_on?: "email" | "external_id";
+            /** @description `true`: all items are written or none; the first failing item answers for the batch (400, 409 or 422, its `index` named) and nothing is written. `false` (the default): each item succeeds or fails on its own. */
+            atomic?: boolean;
+            /** @description 1 to 100 contacts, each a ContactCreate body. */
+            contacts: components["schemas"]["ContactCreate"][];
+        };
+        /** @description One answer per item, in item order. */
+        ContactBatchResult: {
+            /** @constant */
+            object: "batch_result";
+            data: ({
+                /** @description The item's position in `contacts`. */
+                index: number;
+                /**
+                 * @description 201 created, 200 matched and updated (or already as sent).
+                 * @enum {integer}
+                 */
+                status: 200 | 201;
+                contact: components["schemas"]["Contact"];
+            } | {
+                index: number;
+                /** @description What the item would have answered alone. */
+                status: number;
+                error: components["schemas"]["Problem"];
+            })[];
         };
         /**
          * @example {
@@ -519,6 +597,17 @@ export interface components {
             phone?: string | null;
             address?: string | null;
             notes?: string | null;
+            external_id?: string | null;
+            /**
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @example {
+             *       "crm_tier": "gold",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
             /** @description Ids of labels of this organisation; the contact ends up with exactly these. */
             label_ids?: string[];
         };
@@ -539,7 +628,7 @@ export interface components {
             next_cursor: string | null;
         };
         /**
-         * @description Only the fields sent change; `null` clears phone, address or notes; `label_ids` replaces the whole set.
+         * @description Only the fields sent change; `null` clears phone, address, notes or external_id; `label_ids` replaces the whole set; `metadata` merges (a key set to `null` or `""` is removed, `metadata: null` removes all).
          * @example {
          *       "phone": null,
          *       "notes": "Met at the conference."
@@ -562,6 +651,17 @@ export interface components {
             phone?: string | null;
             address?: string | null;
             notes?: string | null;
+            external_id?: string | null;
+            /**
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @example {
+             *       "crm_tier": "gold",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
             /** @description Ids of labels of this organisation; the contact ends up with exactly these. */
             label_ids?: string[];
         };
@@ -582,8 +682,10 @@ export interface components {
          *           "phone": null,
          *           "address": null,
          *           "notes": null,
+         *           "external_id": null,
+         *           "metadata": {},
          *           "labels": [],
-         *           "source_type": "manual",
+         *           "source_type": "api",
          *           "created_at": "2026-11-20T12:34:56.789Z",
          *           "updated_at": "2026-11-23T12:00:00.123Z"
          *         },
@@ -756,6 +858,7 @@ export interface components {
             /** @example Newsletter */
             name: string;
             description: string | null;
+            metadata: components["schemas"]["Metadata"];
             /** @description How many contacts are members now. */
             member_count: number;
             /**
@@ -781,6 +884,16 @@ export interface components {
             /** @example Newsletter */
             name: string;
             description?: string | null;
+            /**
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @example {
+             *       "crm_tier": "gold",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
         };
         GroupDeleted: {
             /** @constant */
@@ -840,7 +953,7 @@ export interface components {
             contact_ids: string[];
         };
         /**
-         * @description Only the fields sent change; `null` clears the description.
+         * @description Only the fields sent change; `null` clears the description; `metadata` merges (a key set to `null` or `""` is removed, `metadata: null` removes all).
          * @example {
          *       "name": "Weekly"
          *     }
@@ -849,6 +962,16 @@ export interface components {
             /** @example Newsletter */
             name?: string;
             description?: string | null;
+            /**
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @example {
+             *       "crm_tier": "gold",
+             *       "old_key": null
+             *     }
+             */
+            metadata?: {
+                [key: string]: string | null;
+            } | null;
         };
         Label: {
             /** @constant */
@@ -914,6 +1037,15 @@ export interface components {
             name?: string;
         };
         /**
+         * @description Your own key-value pairs: up to 50 keys of at most 40 characters (no `[` or `]`), values strings of at most 500 characters. `{}` when none.
+         * @example {
+         *       "crm_tier": "gold"
+         *     }
+         */
+        Metadata: {
+            [key: string]: string;
+        };
+        /**
          * @description An RFC 9457 problem document; every error the API sends has this shape.
          * @example {
          *       "type": "http://localhost:3000/docs/api/errors#not_found",
@@ -945,8 +1077,12 @@ export interface components {
                 field: string;
                 message: string;
             }[];
-            /** @description With `contact_exists` and `label_exists`: the record that already has that value. */
+            /** @description With `contact_exists`, `external_id_exists` and `label_exists`: the record that already has that value. */
             existing_id?: string | null;
+            /** @description With an atomic POST /contacts/batch that failed: the item that failed (nothing was written). */
+            index?: number;
+            /** @description With `duplicate_in_batch`: the earlier item about the same contact. */
+            duplicate_of?: number;
             /** @description With `not_found` when adding group members: the contact ids that are not in your organisation. */
             missing_ids?: string[];
             /** @description With `quota_exceeded`: the organisation's daily allowance. */
@@ -1393,6 +1529,16 @@ export interface operations {
                 email?: string;
                 /** @description Only contacts that carry this label. */
                 label_id?: string;
+                /** @description Only the contact with this `external_id` (exact). */
+                external_id?: string;
+                /** @description Only contacts changed strictly after this instant (ISO 8601, years 0000–9999 in UTC): incremental sync. Without `sort`, the list is in `updated_at` order. Deletions are `contact.deleted` events (GET /events). */
+                updated_after?: string;
+                /** @description The order: by `created_at` (the default), `updated_at` or `last_name` (case-insensitive), ties by id; `-` for descending. By `updated_at`, a contact changed during a walk moves to the end and is listed again, never skipped. */
+                sort?: "created_at" | "-created_at" | "updated_at" | "-updated_at" | "last_name" | "-last_name";
+                /** @description Only contacts whose metadata has this key with exactly this value: `metadata[crm_tier]=gold`. One pair per request. */
+                metadata?: {
+                    [key: string]: string;
+                };
             };
             header?: never;
             path?: never;
@@ -1642,7 +1788,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict; the problem's code is `idempotency_conflict` or `contact_exists` (see the error reference). */
+            /** @description Conflict; the problem's code is `idempotency_conflict`, `contact_exists` or `external_id_exists` (see the error reference). */
             409: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
@@ -1704,6 +1850,238 @@ export interface operations {
                 };
             };
             /** @description Unprocessable Entity; the problem's code is `idempotency_key_reused` (see the error reference). */
+            422: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests; the problem's code is `rate_limited` or `quota_exceeded` (see the error reference). */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Header Fields Too Large; the problem's code is `headers_too_large` (see the error reference). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error; the problem's code is `internal_error` (see the error reference). */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable; the problem's code is `service_unavailable` or `storage_unavailable` (see the error reference). */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    batchContacts: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Up to 255 printable characters. The same key and body within 24 hours replays the first response (with `idempotent-replayed: true`) instead of acting twice.
+                 * @example 0b4c7e9e-2f7a-4a53-9d5e-6a1f0c3e8d21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactBatch"];
+            };
+        };
+        responses: {
+            /** @description One answer per item, in item order. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactBatchResult"];
+                };
+            };
+            /** @description Bad Request; the problem's code is `invalid_request` or `invalid_idempotency_key` (see the error reference). */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized; the problem's code is `unauthorized` (see the error reference). */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden; the problem's code is `forbidden` (see the error reference). */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Timeout; the problem's code is `request_timeout` (see the error reference). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict; the problem's code is `idempotency_conflict`, `contact_exists` or `external_id_exists` (see the error reference). */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large; the problem's code is `payload_too_large` (see the error reference). */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long; the problem's code is `uri_too_long` (see the error reference). */
+            414: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type; the problem's code is `unsupported_media_type` (see the error reference). */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity; the problem's code is `duplicate_in_batch` or `idempotency_key_reused` (see the error reference). */
             422: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
@@ -2239,7 +2617,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict; the problem's code is `contact_exists` (see the error reference). */
+            /** @description Conflict; the problem's code is `contact_exists` or `external_id_exists` (see the error reference). */
             409: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];

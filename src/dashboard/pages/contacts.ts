@@ -109,7 +109,7 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
       allLabels(ctx),
     ]);
     const last = result.items.at(-1);
-    const next = result.hasMore && last ? encodeCursor(secret, binding, { createdAt: last.created_at, id: last.id }) : null;
+    const next = result.hasMore && last ? encodeCursor(secret, binding, result.last ?? { createdAt: last.created_at, id: last.id }) : null;
     const query = (extra: Record<string, string>) =>
       new URLSearchParams({ ...(q ? { q } : {}), ...(labelId ? { label_id: labelId } : {}), ...extra }).toString();
     return send(

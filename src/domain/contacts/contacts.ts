@@ -9,6 +9,7 @@ import { ConflictError, NotFoundError, ValidationError, type FieldError } from '
 import { newId, nowIso } from '../ids.js';
 import { requireScope } from '../scopes.js';
 import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
+import { mergeMetadata, metadataCountError, metadataFieldErrors, type Metadata, type MetadataInput } from '../metadata.js';
 import { getContact } from './read.js';
 import { toContactView, toContactViews, type ContactView } from './view.js';
 
@@ -28,7 +29,12 @@ export interface ContactInput {
   address?: string | null;
   notes?: string | null;
   label_ids?: string[];
+  /** The integrator's own id: 1–255 characters of one-line text, unique in the organisation; null for none. */
+  external_id?: string | null;
+  metadata?: MetadataInput;
 }
+
+export const EXTERNAL_ID_MAX = 255;
 
 export type ContactPatch = Partial<ContactInput>;
 
@@ -41,6 +47,8 @@ export function contactFieldErrors(input: ContactPatch): FieldError[] {
   if (input.phone != null) checkText('phone', input.phone, errors, { max: LIMITS.phone });
   if (input.address != null) checkText('address', input.address, errors, { max: LIMITS.address, multiline: true });
   if (input.notes != null) checkText('notes', input.notes, errors, { max: LIMITS.notes, multiline: true });
+  if (input.external_id != null) checkText('external_id', input.external_id, errors, { max: EXTERNAL_ID_MAX, required: true });
+  metadataFieldErrors('metadata', input.metadata, errors);
   if (input.label_ids !== undefined && input.label_ids.length > MAX_LABELS_PER_REQUEST) {
     errors.push({ field: 'label_ids', message: `at most ${MAX_LABELS_PER_REQUEST} labels` });
   }
@@ -48,7 +56,7 @@ export function contactFieldErrors(input: ContactPatch): FieldError[] {
 }
 
 /** The input with its email in the form it is stored, compared and returned in. */
-function withNormalEmail<T extends ContactPatch>(input: T): T {
+export function withNormalEmail<T extends ContactPatch>(input: T): T {
   return input.email === undefined ? input : { ...input, email: normaliseEmail(input.email) };
 }
 
@@ -70,21 +78,83 @@ async function checkLabelIds(db: Kysely<Database>, orgId: string, labelIds: stri
   return unique;
 }
 
-function duplicateEmail(email: string, existingId: string | null): ConflictError {
+export function duplicateEmail(email: string, existingId: string | null): ConflictError {
   return new ConflictError('contact_exists', `A contact with the email ${email} already exists in this organisation.`, {
     existing_id: existingId,
   });
 }
 
-/** Throws contact_exists naming the contact with this email (with onlyIfFound: only when there is one). */
+export function duplicateExternalId(existingId: string | null): ConflictError {
+  return new ConflictError('external_id_exists', 'A contact with this external_id already exists in this organisation.', {
+    existing_id: existingId,
+  });
+}
+
+/** Whether a unique violation is the external id's (contacts_external_id) rather than the email's. */
+function onExternalId(error: unknown): boolean {
+  const { constraint, message } = error as { constraint?: unknown; message?: unknown };
+  return constraint === 'contacts_external_id' || (typeof message === 'string' && message.includes('contacts.external_id'));
+}
+
 // Values: 0 org, 1 lower-cased email.
 const contactIdByEmail = new PreparedQuery((db, slot) =>
   db.selectFrom('contacts').select('id').where('org_id', '=', slot<string>(0)).where('email_lower', '=', slot<string>(1)),
 );
+// Values: 0 org, 1 external id.
+const contactIdByExternalId = new PreparedQuery((db, slot) =>
+  db.selectFrom('contacts').select('id').where('org_id', '=', slot<string>(0)).where('external_id', '=', slot<string>(1)),
+);
 
-async function contactExists(db: Kysely<Database>, orgId: string, email: string, options: { onlyIfFound?: boolean } = {}): Promise<void> {
-  const [existing] = await contactIdByEmail.execute(db, [orgId, email.toLowerCase()]);
-  if (existing || !options.onlyIfFound) throw duplicateEmail(email, existing?.id ?? null);
+/**
+ * The conflict a write of these values would meet with another contact than `self`: the email's
+ * (contact_exists) or the external id's (external_id_exists), naming the holder; null if none.
+ */
+export async function conflictOf(
+  db: Kysely<Database>,
+  orgId: string,
+  values: { email?: string; external_id?: string | null },
+  self: string | null = null,
+): Promise<ConflictError | null> {
+  if (values.email !== undefined) {
+    const [holder] = await contactIdByEmail.execute(db, [orgId, values.email.toLowerCase()]);
+    if (holder && holder.id !== self) return duplicateEmail(values.email, holder.id);
+  }
+  if (values.external_id != null) {
+    const [holder] = await contactIdByExternalId.execute(db, [orgId, values.external_id]);
+    if (holder && holder.id !== self) return duplicateExternalId(holder.id);
+  }
+  return null;
+}
+
+/**
+ * The error for a unique violation of a write of `values`: the conflict naming the holder, looked
+ * up afterwards with `db`; with `db` null (a transaction PostgreSQL has aborted) without the holder.
+ */
+export async function conflictAfter(
+  error: unknown,
+  db: Kysely<Database> | null,
+  orgId: string,
+  values: { email?: string; external_id?: string | null },
+  self: string | null = null,
+): Promise<unknown> {
+  if (!isUniqueViolation(error)) return error;
+  const external = onExternalId(error);
+  if (external && values.external_id == null) return error;
+  if (!external && values.email === undefined) return error;
+  if (db === null) return external ? duplicateExternalId(null) : duplicateEmail(values.email!, null);
+  const found = await conflictOf(db, orgId, external ? { external_id: values.external_id } : { email: values.email }, self);
+  return found ?? (external ? duplicateExternalId(null) : duplicateEmail(values.email!, null));
+}
+
+/** A contact's metadata pairs as contact_metadata rows. */
+function metadataRows(orgId: string, contact: { id: string; created_at: string }, metadata: Metadata) {
+  return Object.entries(metadata).map(([key, value]) => ({
+    org_id: orgId,
+    contact_id: contact.id,
+    key,
+    value,
+    contact_created_at: contact.created_at,
+  }));
 }
 
 async function replaceLabels(db: Kysely<Database>, orgId: string, contact: ContactView, labelIds: string[], at: string) {
@@ -118,6 +188,8 @@ export const CONTACT_INSERT_COLUMNS = [
   'address',
   'notes',
   'source_type',
+  'external_id',
+  'metadata',
   'created_at',
   'updated_at',
 ] as const;
@@ -161,6 +233,8 @@ export async function insertContacts(
     address: input.address ?? null,
     notes: input.notes ?? null,
     source_type: sourceType,
+    external_id: input.external_id ?? null,
+    metadata: JSON.stringify(mergeMetadata({}, input.metadata)),
     created_at: at,
     updated_at: at,
   }));
@@ -189,6 +263,12 @@ export async function insertContacts(
       .insertInto('contact_labels')
       .values(links.slice(i, i + INSERT_CHUNK))
       .execute();
+  const pairs = rows.flatMap((row) => (row.metadata === '{}' ? [] : metadataRows(ctx.orgId, row, JSON.parse(row.metadata) as Metadata)));
+  for (let i = 0; i < pairs.length; i += INSERT_CHUNK)
+    await trx
+      .insertInto('contact_metadata')
+      .values(pairs.slice(i, i + INSERT_CHUNK))
+      .execute();
   // New contacts without labels (the usual single create) need no read to be shown.
   const views = links.length > 0 ? await toContactViews(trx, ctx.orgId, rows) : rows.map((row) => toContactView(row, []));
   await recordEvents(
@@ -205,17 +285,16 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
   const input = withNormalEmail(given);
   checkFields(input);
   // In a caller's transaction (a keyed API POST) a failed insert would abort it on PostgreSQL,
-  // leaving no way to name the existing contact: look first. The unique index still decides races.
-  if (ctx.db.isTransaction) await contactExists(ctx.db, ctx.orgId, input.email, { onlyIfFound: true });
+  // leaving no way to name the existing contact: look first. The unique indexes still decide races.
+  if (ctx.db.isTransaction) {
+    const conflict = await conflictOf(ctx.db, ctx.orgId, input);
+    if (conflict) throw conflict;
+  }
   try {
     const [created] = await inTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
     return created!;
   } catch (error) {
-    if (isUniqueViolation(error)) {
-      if (ctx.db.isTransaction) throw duplicateEmail(input.email, null);
-      await contactExists(ctx.db, ctx.orgId, input.email);
-    }
-    throw error;
+    throw await conflictAfter(error, ctx.db.isTransaction ? null : ctx.db, ctx.orgId, input);
   }
 }
 
@@ -224,33 +303,72 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
   const patch = withNormalEmail(given);
   checkFields(patch);
   if (Object.values(patch).every((value) => value === undefined)) return getContact(ctx, id); // nothing to change
+  try {
+    return await inTransaction(ctx.db, async (trx) => {
+      // In a caller's transaction (a keyed request) a unique violation would abort it on
+      // PostgreSQL, leaving no way to name the holder: look first. The unique indexes still decide races.
+      if (ctx.db.isTransaction) {
+        const conflict = await conflictOf(trx, ctx.orgId, patch, id);
+        if (conflict) throw conflict;
+      }
+      return (await patchInTransaction(trx, ctx, id, patch)).contact;
+    });
+  } catch (error) {
+    throw await conflictAfter(error, ctx.db.isTransaction ? null : ctx.db, ctx.orgId, patch, id);
+  }
+}
+
+/**
+ * Applies a checked patch (email normalised) to a contact in `trx`: only what differs is written,
+ * so an update that changes nothing (a sync sending a contact as it is) leaves updated_at alone
+ * and records no event, and `updated_after=` stays quiet. A unique violation is left to the caller.
+ */
+export async function patchInTransaction(
+  trx: Kysely<Database>,
+  ctx: Ctx,
+  id: string,
+  patch: ContactPatch,
+): Promise<{ contact: ContactView; changed: boolean }> {
   const at = nowIso(ctx.now);
-  const { label_ids: labelIds, ...fields } = patch;
-  const set = {
+  const { label_ids: labelIds, metadata, ...fields } = patch;
+  const columns: Partial<Record<keyof ContactView, string | null>> = {
     ...fields,
     ...(fields.first_name !== undefined ? { first_name: fields.first_name.trim() } : {}),
     ...(fields.last_name !== undefined ? { last_name: fields.last_name.trim() } : {}),
-    ...(fields.email !== undefined ? { email_lower: fields.email.toLowerCase() } : {}),
-    updated_at: at,
   };
-  try {
-    return await inTransaction(ctx.db, async (trx) => {
-      const inTrx = { ...ctx, db: trx };
-      if (!(await lockRow(trx, 'contacts', ctx.orgId, id))) throw new NotFoundError(`No contact ${id}.`);
-      const before = await getContact(inTrx, id);
-      await trx.updateTable('contacts').set(set).where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
-      if (labelIds !== undefined) {
-        await replaceLabels(trx, ctx.orgId, before, await checkLabelIds(trx, ctx.orgId, labelIds), at);
-      }
-      return updated(trx, ctx, before, await getContact(inTrx, id));
-    });
-  } catch (error) {
-    if (isUniqueViolation(error) && patch.email !== undefined) {
-      if (ctx.db.isTransaction) throw duplicateEmail(patch.email, null);
-      await contactExists(ctx.db, ctx.orgId, patch.email);
-    }
-    throw error;
-  }
+  const inTrx = { ...ctx, db: trx };
+  if (!(await lockRow(trx, 'contacts', ctx.orgId, id))) throw new NotFoundError(`No contact ${id}.`);
+  const before = await getContact(inTrx, id);
+  const merged = mergeMetadata(before.metadata, metadata);
+  const tooMany = metadataCountError('metadata', merged);
+  if (tooMany) throw new ValidationError([tooMany]);
+  const labels = labelIds === undefined ? undefined : await checkLabelIds(trx, ctx.orgId, labelIds);
+  const changed = Object.fromEntries(Object.entries(columns).filter(([column, value]) => before[column as keyof ContactView] !== value));
+  const metadataChanged = metadata !== undefined && JSON.stringify(merged) !== JSON.stringify(before.metadata);
+  const labelsChanged =
+    labels !== undefined && (labels.length !== before.labels.length || before.labels.some((label) => !labels.includes(label.id)));
+  if (Object.keys(changed).length === 0 && !metadataChanged && !labelsChanged) return { contact: before, changed: false };
+  await trx
+    .updateTable('contacts')
+    .set({
+      ...changed,
+      ...(typeof changed.email === 'string' ? { email_lower: changed.email.toLowerCase() } : {}),
+      ...(metadataChanged ? { metadata: JSON.stringify(merged) } : {}),
+      updated_at: at,
+    })
+    .where('org_id', '=', ctx.orgId)
+    .where('id', '=', id)
+    .execute();
+  if (labelsChanged) await replaceLabels(trx, ctx.orgId, before, labels, at);
+  if (metadataChanged) await replaceMetadata(trx, ctx.orgId, before, merged);
+  return { contact: await updated(trx, ctx, before, await getContact(inTrx, id)), changed: true };
+}
+
+/** Makes a contact's contact_metadata rows those of `metadata`. */
+export async function replaceMetadata(trx: Kysely<Database>, orgId: string, contact: ContactView, metadata: Metadata): Promise<void> {
+  await trx.deleteFrom('contact_metadata').where('contact_id', '=', contact.id).execute();
+  const rows = metadataRows(orgId, contact, metadata);
+  if (rows.length > 0) await trx.insertInto('contact_metadata').values(rows).execute();
 }
 
 /** Records `contact.updated` with what changed (nothing changed: no event) and returns the contact. */

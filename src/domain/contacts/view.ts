@@ -3,6 +3,7 @@ import type { ContactsTable, Database } from '../../db/schema.js';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { LabelView } from '../labels/labels.js';
 import type { JsonItem } from '../pagination.js';
+import { parseMetadata, type Metadata } from '../metadata.js';
 
 export interface ContactView {
   object: 'contact';
@@ -13,6 +14,8 @@ export interface ContactView {
   phone: string | null;
   address: string | null;
   notes: string | null;
+  external_id: string | null;
+  metadata: Metadata;
   labels: LabelView[];
   source_type: string;
   created_at: string;
@@ -29,6 +32,8 @@ export const CONTACT_COLUMNS = [
   'contacts.phone',
   'contacts.address',
   'contacts.notes',
+  'contacts.external_id',
+  'contacts.metadata',
   'contacts.source_type',
   'contacts.created_at',
   'contacts.updated_at',
@@ -55,8 +60,11 @@ export function contactJson(db: Kysely<Database>): RawBuilder<string> {
   const labels = sqlite
     ? sql`(select json_group_array(${label} order by l.created_at, l.id) ${fromLabels})`
     : sql`coalesce((select json_agg(${label} order by l.created_at, l.id) ${fromLabels}), '[]'::json)`;
+  // Stored as JSON text; embedded as JSON, its keys in their stored order (PostgreSQL's json, unlike jsonb, keeps it).
+  const metadata = sqlite ? sql`json(contacts.metadata)` : sql`contacts.metadata::json`;
   const contact = sql`${object}('object', 'contact', 'id', contacts.id, 'first_name', contacts.first_name, 'last_name', contacts.last_name,
-    'email', contacts.email, 'phone', contacts.phone, 'address', contacts.address, 'notes', contacts.notes, 'labels', ${labels},
+    'email', contacts.email, 'phone', contacts.phone, 'address', contacts.address, 'notes', contacts.notes,
+    'external_id', contacts.external_id, 'metadata', ${metadata}, 'labels', ${labels},
     'source_type', contacts.source_type, 'created_at', contacts.created_at, 'updated_at', contacts.updated_at)`;
   // PostgreSQL's json type comes back as text only when cast (node-postgres would parse it).
   return sqlite ? sql<string>`${contact}` : sql<string>`(${contact})::text`;
@@ -110,6 +118,8 @@ export function toContactView(row: ContactRow, labels: LabelView[]): ContactView
     phone: row.phone,
     address: row.address,
     notes: row.notes,
+    external_id: row.external_id,
+    metadata: parseMetadata(row.metadata),
     labels,
     source_type: row.source_type,
     created_at: row.created_at,

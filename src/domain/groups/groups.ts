@@ -8,12 +8,14 @@ import { newId, nowIso } from '../ids.js';
 import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
 import { checkText, LIMITS } from '../validation.js';
+import { mergeMetadata, metadataCountError, metadataFieldErrors, parseMetadata, type Metadata, type MetadataInput } from '../metadata.js';
 
 export interface GroupView {
   object: 'group';
   id: string;
   name: string;
   description: string | null;
+  metadata: Metadata;
   member_count: number;
   created_at: string;
   updated_at: string;
@@ -22,6 +24,7 @@ export interface GroupView {
 export interface GroupInput {
   name: string;
   description?: string | null;
+  metadata?: MetadataInput;
 }
 
 const DESCRIPTION_MAX = 1000;
@@ -30,6 +33,7 @@ function checkFields(input: Partial<GroupInput>): void {
   const errors: FieldError[] = [];
   if (input.name !== undefined) checkText('name', input.name, errors, { max: LIMITS.name, required: true });
   if (input.description != null) checkText('description', input.description, errors, { max: DESCRIPTION_MAX, multiline: true });
+  metadataFieldErrors('metadata', input.metadata, errors);
   if (errors.length > 0) throw new ValidationError(errors);
 }
 
@@ -40,7 +44,7 @@ function checkFields(input: Partial<GroupInput>): void {
 function selectGroups(db: Kysely<Database>, orgId: string) {
   return db
     .selectFrom('groups')
-    .select(['groups.id', 'groups.name', 'groups.description', 'groups.created_at', 'groups.updated_at'])
+    .select(['groups.id', 'groups.name', 'groups.description', 'groups.metadata', 'groups.created_at', 'groups.updated_at'])
     .select((eb) =>
       eb
         .selectFrom('group_members')
@@ -55,6 +59,7 @@ type GroupRow = {
   id: string;
   name: string;
   description: string | null;
+  metadata: string;
   created_at: string;
   updated_at: string;
   member_count: string | number | null;
@@ -66,6 +71,7 @@ function toGroupView(row: GroupRow): GroupView {
     id: row.id,
     name: row.name,
     description: row.description,
+    metadata: parseMetadata(row.metadata),
     member_count: Number(row.member_count ?? 0),
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -86,6 +92,7 @@ export async function createGroup(ctx: Ctx, input: GroupInput): Promise<GroupVie
     org_id: ctx.orgId,
     name: input.name.trim(),
     description: input.description ?? null,
+    metadata: JSON.stringify(mergeMetadata({}, input.metadata)),
     created_at: at,
     updated_at: at,
   };
@@ -94,6 +101,7 @@ export async function createGroup(ctx: Ctx, input: GroupInput): Promise<GroupVie
     id: row.id,
     name: row.name,
     description: row.description,
+    metadata: parseMetadata(row.metadata),
     member_count: 0,
     created_at: at,
     updated_at: at,
@@ -132,11 +140,15 @@ export async function updateGroup(ctx: Ctx, id: string, patch: Partial<GroupInpu
     const inTrx = { ...ctx, db: trx };
     if (!(await lockRow(trx, 'groups', ctx.orgId, id))) throw new NotFoundError(`No group ${id}.`);
     const before = await getGroup(inTrx, id);
+    const metadata = mergeMetadata(before.metadata, patch.metadata);
+    const tooMany = metadataCountError('metadata', metadata);
+    if (tooMany) throw new ValidationError([tooMany]);
     await trx
       .updateTable('groups')
       .set({
         ...(patch.name !== undefined ? { name: patch.name.trim() } : {}),
         ...(patch.description !== undefined ? { description: patch.description } : {}),
+        ...(patch.metadata !== undefined ? { metadata: JSON.stringify(metadata) } : {}),
         updated_at: nowIso(ctx.now),
       })
       .where('org_id', '=', ctx.orgId)

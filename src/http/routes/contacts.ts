@@ -2,12 +2,21 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createContact, deleteContact, updateContact } from '../../domain/contacts/contacts.js';
 import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContactJson } from '../../domain/contacts/read.js';
-import { listContactsJson } from '../../domain/contacts/list.js';
+import { listContactsJson, type ContactSort } from '../../domain/contacts/list.js';
+import { parseInstant } from '../../domain/validation.js';
+import { ServiceError, ValidationError } from '../../domain/errors.js';
+import { batchContacts, BatchItemFailed, type BatchItem, type BatchMode, type MatchOn } from '../../domain/contacts/batch.js';
+import { fieldErrorsOf, problemOf, statusOf } from '../errorHandler.js';
+import { compileBodyValidator } from '../validation.js';
+import { isMetadataKey } from '../../domain/metadata.js';
 import type { ApiDeps } from '../api.js';
 import { ctxOf } from '../context.js';
 import { listEnvelopeText, pageRequest, sendJsonText } from '../lists.js';
 import {
   Contact,
+  ContactBatch,
+  ContactBatchEnvelope,
+  ContactBatchResult,
   ContactCreate,
   ContactDeleted,
   ContactLabelParams,
@@ -20,23 +29,74 @@ import { BODY_ERRORS, IDEMPOTENCY_ERRORS, responses } from '../schemas/responses
 
 const tags = ['Contacts'];
 
-export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, secret }) => {
+/** The one `metadata[key]=value` pair of a list query, if any; two pairs, or a key metadata cannot have, are 400. */
+function metadataFilter(query: Record<string, unknown>): { key: string; value: string } | undefined {
+  const pairs = Object.entries(query).filter(([name]) => name.startsWith('metadata['));
+  if (pairs.length === 0) return undefined;
+  if (pairs.length > 1) throw ValidationError.field('metadata', 'filter on one metadata[key]=value pair at a time');
+  const [name, value] = pairs[0]!;
+  const key = name.slice('metadata['.length, -1);
+  if (!isMetadataKey(key)) throw ValidationError.field('metadata', 'is not a key metadata can have');
+  return { key, value: value as string };
+}
+
+/** Each batch item checked as POST /contacts checks its body; what is wrong is that item's 400. */
+const checkItem = compileBodyValidator(ContactCreate);
+
+function batchItems(contacts: unknown[]): BatchItem[] {
+  return contacts.map((item, index) => {
+    if (checkItem(item)) return { input: item as ContactCreate };
+    const errors = fieldErrorsOf(checkItem.errors ?? [], 'body').map((e) => ({
+      field: e.field === 'body' ? `contacts[${index}]` : `contacts[${index}].${e.field}`,
+      message: e.message,
+    }));
+    return { error: new ValidationError(errors, `The item is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}.`) };
+  });
+}
+
+/** A failed item's problem names its place in the batch: `contacts[3].email`, and `index`. */
+function itemProblem(error: ServiceError, index: number, docsUrl: string, requestId: string) {
+  if (error instanceof ValidationError && !error.errors.every((e) => e.field.startsWith('contacts['))) {
+    const errors = error.errors.map((e) => ({ ...e, field: `contacts[${index}].${e.field}` }));
+    error = new ValidationError(errors, `contacts[${index}]: ${error.message}`);
+  }
+  return { ...problemOf(error, docsUrl, requestId), index };
+}
+
+export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, secret, docsUrl }) => {
   app.get('/contacts', {
     config: { scope: 'contacts:read' },
     schema: {
       operationId: 'listContacts',
       summary: 'List contacts',
       description:
-        'Contacts of the organisation, oldest first, a page at a time. Filters narrow the walk; a cursor only works with the filters it was issued for.',
+        'Contacts of the organisation, oldest first (or in the `sort` order), a page at a time. Filters narrow the walk and combine; a cursor only works with the filters and order it was issued for.',
       tags,
       querystring: ContactListQuery,
       response: responses({ 200: ContactList }),
     },
     handler: async (request, reply) => {
       const ctx = ctxOf(request, db);
-      const { email, label_id: labelId } = request.query;
-      const filters = { email: email?.toLowerCase(), label_id: labelId };
-      const page = await listContactsJson(ctx, pageRequest(request, ctx, secret, request.query, filters), { email, labelId });
+      const { email, label_id: labelId, external_id: externalId } = request.query;
+      const metadata = metadataFilter(request.query);
+      const updatedAfter =
+        request.query.updated_after === undefined ? undefined : parseInstant('updated_after', request.query.updated_after);
+      const sort = (request.query.sort ?? (updatedAfter === undefined ? 'created_at' : 'updated_at')) as ContactSort;
+      // The default order is left out of the cursor's binding: cursors issued before `sort` existed still work.
+      const filters = {
+        email: email?.toLowerCase(),
+        label_id: labelId,
+        external_id: externalId,
+        metadata,
+        updated_after: updatedAfter,
+        ...(sort === 'created_at' ? {} : { sort }),
+      };
+      const page = await listContactsJson(
+        ctx,
+        pageRequest(request, ctx, secret, request.query, filters),
+        { email, labelId, externalId, metadata, updatedAfter },
+        sort,
+      );
       return sendJsonText(reply, listEnvelopeText(request, ctx, secret, page, filters));
     },
   });
@@ -55,6 +115,50 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       const contact = await createContact(ctxOf(request, db), request.body, 'api');
       reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`);
       return contact;
+    },
+  });
+
+  app.post('/contacts/batch', {
+    config: { scope: 'contacts:write' },
+    schema: {
+      operationId: 'batchContacts',
+      summary: 'Create or upsert up to 100 contacts',
+      description:
+        'Creates (`mode: create`) or upserts (`mode: upsert`, matched on `match_on`) up to 100 contacts in one request, answering each item in order with its own status and contact or problem. With `atomic: true` all are written or none. One event per contact created or changed (none for an upsert that changes nothing). The batch counts as one request for the rate limit and the daily quota. Send an Idempotency-Key to retry safely: it covers the whole batch.',
+      tags,
+      body: ContactBatch,
+      response: responses({ 200: ContactBatchResult }, 409, 422, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+    },
+    // The envelope is checked before the handler; each item is checked in it, answered on its own.
+    validatorCompiler: (route) => (route.httpPart === 'body' ? compileBodyValidator(ContactBatchEnvelope) : app.validatorCompiler!(route)),
+    handler: async (request) => {
+      const body = request.body as unknown as { mode: BatchMode; match_on?: MatchOn; atomic?: boolean; contacts: unknown[] };
+      const options = { mode: body.mode, matchOn: body.match_on ?? 'email', atomic: body.atomic ?? false };
+      try {
+        const outcomes = await batchContacts(ctxOf(request, db), batchItems(body.contacts), options);
+        return {
+          object: 'batch_result' as const,
+          data: outcomes.map((outcome) =>
+            'contact' in outcome
+              ? outcome
+              : {
+                  index: outcome.index,
+                  status: statusOf(outcome.error),
+                  error: itemProblem(outcome.error, outcome.index, docsUrl, request.id),
+                },
+          ),
+        };
+      } catch (error) {
+        if (!(error instanceof BatchItemFailed)) throw error;
+        const { index, error: cause } = error;
+        const problem = itemProblem(cause, index, docsUrl, request.id);
+        throw Object.assign(
+          cause instanceof ValidationError ? new ValidationError(problem.errors ?? [], `contacts[${index}]: ${cause.message}`) : cause,
+          {
+            extra: { ...cause.extra, index },
+          },
+        );
+      }
     },
   });
 

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { METADATA_KEY_PATTERN, METADATA_LIMITS } from '../../domain/metadata.js';
 
 /**
  * Every shape the API sends or accepts, defined once: Fastify validates with it, TypeScript infers
@@ -26,7 +27,7 @@ export const Timestamp = Type.String({
   examples: ['2026-11-20T12:34:56.789Z'],
 });
 
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export const Nullable = <T extends TSchema>(schema: T, options: Record<string, unknown> = {}) => Type.Union([schema, Type.Null()], options);
 
 export const Limit = Type.Integer({
   minimum: 1,
@@ -69,3 +70,34 @@ export const IdString = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A
 
 /** The query of an operation that takes no parameters: any parameter is refused by name. */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
+
+const metadataKeys = {
+  maxProperties: METADATA_LIMITS.keys,
+  propertyNames: { minLength: 1, maxLength: METADATA_LIMITS.key, pattern: METADATA_KEY_PATTERN },
+};
+
+/** `metadata` as the API returns it: the integrator's own string pairs (see domain/metadata.ts). */
+export const Metadata = named(
+  'Metadata',
+  Type.Unsafe<Record<string, string>>({
+    type: 'object',
+    ...metadataKeys,
+    additionalProperties: { type: 'string', maxLength: METADATA_LIMITS.value },
+    description: `Your own key-value pairs: up to ${METADATA_LIMITS.keys} keys of at most ${METADATA_LIMITS.key} characters (no \`[\` or \`]\`), values strings of at most ${METADATA_LIMITS.value} characters. \`{}\` when none.`,
+    examples: [{ crm_tier: 'gold' }],
+  }),
+);
+
+/** `metadata` as a create or update sends it: keys merge into the stored ones; `null` or `""` removes a key, `null` for the whole removes all. */
+// Not a named component: Type.Optional copies it, so the document would carry it unused.
+export const MetadataInput = Nullable(
+  Type.Unsafe<Record<string, string | null>>({
+    type: 'object',
+    ...metadataKeys,
+    additionalProperties: { anyOf: [{ type: 'string', maxLength: METADATA_LIMITS.value }, { type: 'null' }] },
+  }),
+  {
+    description: `Keys to set (a string of at most ${METADATA_LIMITS.value} characters) or remove (\`null\` or \`""\`); the keys not sent stay as they are. \`null\` instead of an object removes every key. At most ${METADATA_LIMITS.keys} keys in all.`,
+    examples: [{ crm_tier: 'gold', old_key: null }],
+  },
+);

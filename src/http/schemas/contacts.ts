@@ -1,6 +1,11 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
+import { MAX_BATCH } from '../../domain/contacts/batch.js';
+import { Problem } from './problem.js';
 import { LIMITS } from '../../domain/validation.js';
-import { Cursor, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp, Deleted } from './common.js';
+import { Cursor, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp, Deleted, Metadata, MetadataInput } from './common.js';
+import { EXTERNAL_ID_MAX } from '../../domain/contacts/contacts.js';
+import { CONTACT_SORTS } from '../../domain/contacts/list.js';
+import { METADATA_LIMITS } from '../../domain/metadata.js';
 import { Label } from './labels.js';
 
 const first_name = Type.String({ minLength: 1, maxLength: LIMITS.name, examples: ['Ada'] });
@@ -16,6 +21,15 @@ const email = Type.String({
 const phone = Nullable(Type.String({ maxLength: LIMITS.phone, examples: ['+44 20 7946 0958'] }));
 const address = Nullable(Type.String({ maxLength: LIMITS.address }));
 const notes = Nullable(Type.String({ maxLength: LIMITS.notes }));
+const external_id = Nullable(
+  Type.String({
+    minLength: 1,
+    maxLength: EXTERNAL_ID_MAX,
+    description:
+      "Your system's id for this contact: one line of text, unique in the organisation (compared exactly), `null` when none. Find a contact by it with `external_id=`, or match on it in `POST /contacts/batch`.",
+    examples: ['crm-00042'],
+  }),
+);
 const label_ids = Type.Array(IdString, {
   maxItems: 100,
   description: 'Ids of labels of this organisation; the contact ends up with exactly these.',
@@ -33,6 +47,8 @@ export const Contact = named(
       phone,
       address,
       notes,
+      external_id,
+      metadata: Metadata,
       labels: Type.Array(Label),
       source_type: Type.String({
         enum: ['manual', 'api', 'csv_import'],
@@ -56,6 +72,8 @@ export const ContactCreate = named(
       phone: Type.Optional(phone),
       address: Type.Optional(address),
       notes: Type.Optional(notes),
+      external_id: Type.Optional(external_id),
+      metadata: Type.Optional(MetadataInput),
       label_ids: Type.Optional(label_ids),
     },
     { additionalProperties: false, examples: [{ first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com' }] },
@@ -73,11 +91,14 @@ export const ContactUpdate = named(
       phone: Type.Optional(phone),
       address: Type.Optional(address),
       notes: Type.Optional(notes),
+      external_id: Type.Optional(external_id),
+      metadata: Type.Optional(MetadataInput),
       label_ids: Type.Optional(label_ids),
     },
     {
       additionalProperties: false,
-      description: 'Only the fields sent change; `null` clears phone, address or notes; `label_ids` replaces the whole set.',
+      description:
+        'Only the fields sent change; `null` clears phone, address, notes or external_id; `label_ids` replaces the whole set; `metadata` merges (a key set to `null` or `""` is removed, `metadata: null` removes all).',
       examples: [{ phone: null, notes: 'Met at the conference.' }],
     },
   ),
@@ -85,6 +106,9 @@ export const ContactUpdate = named(
 
 export const ContactList = named('ContactList', ListOf(Contact, 'A page of contacts, oldest first.'));
 export const ContactDeleted = named('ContactDeleted', Deleted('contact'));
+
+/** `metadata[key]=value` in a query: the key as the domain allows it is checked by the route. */
+export const METADATA_FILTER_PATTERN = `^metadata\\[[^\\[\\]]{1,${METADATA_LIMITS.key}}\\]$`;
 
 export const ContactListQuery = Type.Object(
   {
@@ -98,12 +122,121 @@ export const ContactListQuery = Type.Object(
       }),
     ),
     label_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts that carry this label.' })),
+    external_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: EXTERNAL_ID_MAX, description: 'Only the contact with this `external_id` (exact).' }),
+    ),
+    updated_after: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 64,
+        description:
+          'Only contacts changed strictly after this instant (ISO 8601, years 0000–9999 in UTC): incremental sync. Without `sort`, the list is in `updated_at` order. Deletions are `contact.deleted` events (GET /events).',
+      }),
+    ),
+    sort: Type.Optional(
+      Type.String({
+        enum: [...CONTACT_SORTS],
+        description:
+          'The order: by `created_at` (the default), `updated_at` or `last_name` (case-insensitive), ties by id; `-` for descending. By `updated_at`, a contact changed during a walk moves to the end and is listed again, never skipped.',
+      }),
+    ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // `metadata[key]=value`: one pair, exact (see METADATA_FILTER and the route).
+    patternProperties: {
+      [METADATA_FILTER_PATTERN]: Type.String({
+        minLength: 1,
+        maxLength: METADATA_LIMITS.value,
+        description: 'Only contacts whose metadata has this key with exactly this value: `metadata[crm_tier]=gold`. One pair per request.',
+      }),
+    },
+  },
 );
 
 export const ContactParams = Type.Object({ id: IdParam('con', 'contact') }, { additionalProperties: false });
 export const ContactLabelParams = Type.Object(
   { id: IdParam('con', 'contact'), label_id: IdParam('lbl', 'label') },
   { additionalProperties: false },
+);
+
+const batchMode = Type.String({
+  enum: ['create', 'upsert'],
+  description:
+    '`create`: every item is a new contact (an existing email or external_id is 409 for that item). `upsert`: an item matching a contact on `match_on` updates it with the fields given (as PATCH does: `label_ids` replace, `metadata` merges) and answers 200; one matching nothing is created (201).',
+});
+const matchOn = Type.Optional(
+  Type.String({
+    enum: ['email', 'external_id'],
+    description:
+      'With `upsert`: the field that finds the contact to update, `email` (the default, case-insensitive) or `external_id` (then required in every item).',
+  }),
+);
+const atomic = Type.Optional(
+  Type.Boolean({
+    description:
+      '`true`: all items are written or none; the first failing item answers for the batch (400, 409 or 422, its `index` named) and nothing is written. `false` (the default): each item succeeds or fails on its own.',
+  }),
+);
+
+const batchFields = (items: TSchema) => ({
+  mode: batchMode,
+  match_on: matchOn,
+  atomic,
+  contacts: Type.Array(items, { minItems: 1, maxItems: MAX_BATCH, description: `1 to ${MAX_BATCH} contacts, each a ContactCreate body.` }),
+});
+
+export const ContactBatch = named(
+  'ContactBatch',
+  Type.Object(batchFields(ContactCreate), {
+    additionalProperties: false,
+    description:
+      'Up to 100 contacts in one request, which counts as one request for the rate limit and the daily quota. One Idempotency-Key covers the whole batch. Two items about the same contact (same email or external_id) are refused: the later one 422 `duplicate_in_batch`.',
+    examples: [
+      {
+        mode: 'upsert',
+        match_on: 'external_id',
+        contacts: [
+          { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', external_id: 'crm-1', metadata: { tier: 'gold' } },
+        ],
+      },
+    ],
+  }),
+);
+export type ContactBatch = Static<typeof ContactBatch>;
+
+/**
+ * What the route's validator checks before the handler: the envelope, not the items (each item
+ * is checked on its own and answered on its own, see routes/contacts.ts).
+ */
+export const ContactBatchEnvelope = Type.Object(batchFields(Type.Unknown()), { additionalProperties: false });
+
+export const ContactBatchResult = named(
+  'ContactBatchResult',
+  Type.Object(
+    {
+      object: Type.Literal('batch_result'),
+      data: Type.Array(
+        Type.Union([
+          Type.Object(
+            {
+              index: Type.Integer({ minimum: 0, maximum: MAX_BATCH - 1, description: "The item's position in `contacts`." }),
+              status: Type.Integer({ enum: [200, 201], description: '201 created, 200 matched and updated (or already as sent).' }),
+              contact: Contact,
+            },
+            { additionalProperties: false },
+          ),
+          Type.Object(
+            {
+              index: Type.Integer({ minimum: 0, maximum: MAX_BATCH - 1 }),
+              status: Type.Integer({ minimum: 400, maximum: 499, description: 'What the item would have answered alone.' }),
+              error: Problem,
+            },
+            { additionalProperties: false },
+          ),
+        ]),
+      ),
+    },
+    { additionalProperties: false, description: 'One answer per item, in item order.' },
+  ),
 );

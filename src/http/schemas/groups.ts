@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { LIMITS } from '../../domain/validation.js';
-import { Cursor, Deleted, IdParam, IdString, Limit, ListOf, named, Nullable, Timestamp } from './common.js';
+import { Cursor, Deleted, IdParam, IdString, Limit, ListOf, Metadata, MetadataInput, named, Nullable, Timestamp } from './common.js';
 
 const name = Type.String({ minLength: 1, maxLength: LIMITS.name, examples: ['Newsletter'] });
 const description = Nullable(Type.String({ maxLength: 1000, description: 'Free text; null when unset.' }));
@@ -13,6 +13,7 @@ export const Group = named(
       id: Type.String({ examples: ['grp_0VbYgDVox8nJlPak0oIz'] }),
       name,
       description,
+      metadata: Metadata,
       member_count: Type.Integer({ minimum: 0, description: 'How many contacts are members now.' }),
       created_at: Timestamp,
       updated_at: Timestamp,
@@ -24,17 +25,18 @@ export const Group = named(
 export const GroupCreate = named(
   'GroupCreate',
   Type.Object(
-    { name, description: Type.Optional(description) },
+    { name, description: Type.Optional(description), metadata: Type.Optional(MetadataInput) },
     { additionalProperties: false, examples: [{ name: 'Newsletter', description: 'Monthly news' }] },
   ),
 );
 export const GroupUpdate = named(
   'GroupUpdate',
   Type.Object(
-    { name: Type.Optional(name), description: Type.Optional(description) },
+    { name: Type.Optional(name), description: Type.Optional(description), metadata: Type.Optional(MetadataInput) },
     {
       additionalProperties: false,
-      description: 'Only the fields sent change; `null` clears the description.',
+      description:
+        'Only the fields sent change; `null` clears the description; `metadata` merges (a key set to `null` or `""` is removed, `metadata: null` removes all).',
       examples: [{ name: 'Weekly' }],
     },
   ),

@@ -22,8 +22,17 @@ export const Problem = named(
       ),
       existing_id: Type.Optional(
         Type.Union([Type.String(), Type.Null()], {
-          description: 'With `contact_exists` and `label_exists`: the record that already has that value.',
+          description: 'With `contact_exists`, `external_id_exists` and `label_exists`: the record that already has that value.',
         }),
+      ),
+      index: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          description: 'With an atomic POST /contacts/batch that failed: the item that failed (nothing was written).',
+        }),
+      ),
+      duplicate_of: Type.Optional(
+        Type.Integer({ minimum: 0, description: 'With `duplicate_in_batch`: the earlier item about the same contact.' }),
       ),
       missing_ids: Type.Optional(
         Type.Array(Type.String(), {
