@@ -23,6 +23,8 @@ export interface ContactFilters {
   metadata?: { key: string; value: string };
   /** Only contacts changed after this instant (stored form, see parseInstant). */
   updatedAfter?: string;
+  /** Full-text: every word (see searchWords) begins a word of the contact's names, e-mail or phone. */
+  words?: string[];
 }
 
 /**
@@ -60,6 +62,7 @@ interface Shape {
   external: boolean;
   meta: boolean;
   updatedAfter: boolean;
+  words: boolean;
   sort: ContactSort;
   json: boolean;
 }
@@ -85,9 +88,14 @@ function phoneDigits(search: string): string | undefined {
 
 // Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after (the sort key's
 // value and the id), 6 limit, 7 phone digits pattern, 8 external id, 9–10 metadata key and value,
-// 11 updated after. The shape is the JSON of a Shape.
+// 11 updated after, 12 the full-text query (dialect's syntax). The shape is the JSON of a Shape.
 const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db, slot, shapeText) => {
-  const { email, label, search, after, external, meta, updatedAfter, sort, json } = JSON.parse(shapeText) as Shape;
+  const { email, label, search, after, external, meta, updatedAfter, words, sort, json } = JSON.parse(shapeText) as Shape;
+  const sqlite = !(db.getExecutor().adapter instanceof PostgresAdapter);
+  // The index's words: FTS5's table on SQLite (rowid of contacts), the GIN expression index on PostgreSQL.
+  const matchingWords = sqlite
+    ? sql<SqlBool>`contacts.rowid in (select rowid from contacts_fts where contacts_fts match ${slot<string>(12)})`
+    : sql<SqlBool>`to_tsvector('simple', contacts.search_text) @@ to_tsquery('simple', ${slot<string>(12)})`;
   const key = sortKey(sort);
   // Typed as the columns either way: the caller knows which rows it asked for (pageRows).
   const columns = json
@@ -118,6 +126,8 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
     if (label) query = query.where(hasLabel);
     if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
     if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+    if (words) query = query.where(matchingWords);
+    if (words) query = query.where(matchingWords);
     if (after) query = query.where(afterPosition('contact_metadata', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_metadata.contact_created_at').orderBy('contact_metadata.contact_id').limit(slot<number>(6));
   }
@@ -174,6 +184,7 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
   }
   if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
   if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+  if (words) query = query.where(matchingWords);
   // An email or external id names at most one contact (unique in the organisation): nothing to
   // order, and PostgreSQL would otherwise add a sort step over the unique index's one row.
   if (email || external) return query.limit(slot<number>(6));
@@ -189,6 +200,12 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
   return query.orderBy(key, direction).orderBy('contacts.id', direction).limit(slot<number>(6));
 });
 
+/** Every word as a prefix, all of them required, in the dialect's query syntax (the words are letters and digits only). */
+function fullTextQuery(ctx: Ctx, words: string[]): string {
+  const sqlite = !(ctx.db.getExecutor().adapter instanceof PostgresAdapter);
+  return sqlite ? words.map((word) => `"${word}"*`).join(' AND ') : words.map((word) => `${word}:*`).join(' & ');
+}
+
 /** The page's rows, as columns or (`json`) as JSON text: `limit + 1` of them at most. */
 async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, json: boolean, sort: ContactSort): Promise<unknown[]> {
   requireScope(ctx.actor, 'contacts:read');
@@ -203,6 +220,7 @@ async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, js
     external: filters.externalId !== undefined,
     meta: filters.metadata !== undefined,
     updatedAfter: filters.updatedAfter !== undefined,
+    words: filters.words !== undefined,
     sort,
     json,
   };
@@ -221,6 +239,7 @@ async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, js
       filters.metadata?.key,
       filters.metadata?.value,
       filters.updatedAfter,
+      filters.words && fullTextQuery(ctx, filters.words),
     ],
     JSON.stringify(shape),
   );
