@@ -126,8 +126,8 @@ export async function explainLists(dialect: 'sqlite' | 'postgres', target: strin
     // At most one contact has the email: its links are looked up by primary key.
     ['contacts email= label_id=', () => listContacts(ctx, page, { email: 'person-7@example.com', labelId: used })],
     ['contacts email= label_id= unused label', () => listContacts(ctx, page, { email: 'person-7@example.com', labelId: unused })],
-    // The dashboard's label page with its search box.
-    ['contacts label_id= search=', () => listContacts(ctx, page, { labelId: used, search: 'first 9' }), 'contact_labels_page'],
+    // The dashboard's label page with its search box (q=, full text; its plan at scale is not checked yet).
+    ['contacts label_id= q=', () => listContacts(ctx, page, { labelId: used, words: ['first', '9'] })],
     ['contact by id', () => getContactJson(ctx, seeded.sampleIds[1]!)],
     ['labels', () => listLabels(ctx, page)],
     ['groups', () => listGroups(ctx, page)],

@@ -11,12 +11,6 @@ export interface ContactFilters {
   /** Exact match, case-insensitive, the domain compared in canonical form (`xn--` or Unicode alike). */
   email?: string;
   labelId?: string;
-  /**
-   * Part of the full name ("Alan Turing", "ing Al"), the email, or the phone number,
-   * case-insensitive (the dashboard's search box). Phone numbers match on their digits alone:
-   * "020 7946" finds "+44 20 7946 0018" and "(020) 7946-0018".
-   */
-  search?: string;
   /** Exact: the one contact with this external id. */
   externalId?: string;
   /** Exact: contacts whose metadata has this key with this value. */
@@ -45,11 +39,6 @@ function sortKey(sort: ContactSort) {
   return SORT_KEYS[sort.replace('-', '') as keyof typeof SORT_KEYS];
 }
 
-/** A LIKE pattern matching `text` anywhere, with LIKE's own wildcards taken literally. */
-function containing(text: string): string {
-  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
 /**
  * Which filters a list request uses, and whether the rows are columns or JSON text (`j`, see
  * contactJson): each combination is compiled once (see PreparedQuery).
@@ -57,7 +46,6 @@ function containing(text: string): string {
 interface Shape {
   email: boolean;
   label: boolean;
-  search: boolean;
   after: boolean;
   external: boolean;
   meta: boolean;
@@ -67,30 +55,11 @@ interface Shape {
   json: boolean;
 }
 
-/** The digits of a phone number, without the separators people write in them. */
-const PHONE_DIGITS = sql`replace(replace(replace(replace(replace(replace(coalesce(contacts.phone, ''), ' ', ''), '-', ''), '(', ''), ')', ''), '.', ''), '+', '')`;
-
-/**
- * The search box's condition: `pattern` (see containing) in the full name (first and last name
- * with a space between) or the email; or `digits`, a pattern of the search's digits (null when it
- * has fewer than 3 of them, or other than phone characters), in the phone number's digits.
- */
-function matching(pattern: string, digits: string) {
-  return sql<SqlBool>`(lower(contacts.first_name || ' ' || contacts.last_name) like ${pattern} escape '\\' or contacts.email_lower like ${pattern} escape '\\' or ${PHONE_DIGITS} like ${digits})`;
-}
-
-/** The search's digits as a pattern for PHONE_DIGITS, when the search looks like part of a phone number. */
-function phoneDigits(search: string): string | undefined {
-  if (!/^[\d\s()+.-]+$/.test(search)) return undefined;
-  const digits = search.replace(/\D/g, '');
-  return digits.length >= 3 ? `%${digits}%` : undefined;
-}
-
-// Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after (the sort key's
-// value and the id), 6 limit, 7 phone digits pattern, 8 external id, 9–10 metadata key and value,
+// Values: 0 org, 1 email, 2 label id, 3 unused, 4–5 the position after (the sort key's
+// value and the id), 6 limit, 7 unused, 8 external id, 9–10 metadata key and value,
 // 11 updated after, 12 the full-text query (dialect's syntax). The shape is the JSON of a Shape.
 const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db, slot, shapeText) => {
-  const { email, label, search, after, external, meta, updatedAfter, words, sort, json } = JSON.parse(shapeText) as Shape;
+  const { email, label, after, external, meta, updatedAfter, words, sort, json } = JSON.parse(shapeText) as Shape;
   const sqlite = !(db.getExecutor().adapter instanceof PostgresAdapter);
   // The index's words: FTS5's table on SQLite (rowid of contacts), the GIN expression index on PostgreSQL.
   const matchingWords = sqlite
@@ -124,9 +93,7 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
       .where('contact_metadata.key', '=', slot<string>(9))
       .where('contact_metadata.value', '=', slot<string>(10));
     if (label) query = query.where(hasLabel);
-    if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
     if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
-    if (words) query = query.where(matchingWords);
     if (words) query = query.where(matchingWords);
     if (after) query = query.where(afterPosition('contact_metadata', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_metadata.contact_created_at').orderBy('contact_metadata.contact_id').limit(slot<number>(6));
@@ -137,30 +104,13 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
     // reads a few index entries, not the organisation's contacts. The links carry their contact's
     // created_at, so the order and the cursor are those of the unfiltered list.
     const links = db.selectFrom('contact_labels');
-    const lateral = search && db.getExecutor().adapter instanceof PostgresAdapter;
-    let query = lateral
-      ? // With the search box, PostgreSQL guesses the LIKE rare and reads every contact of the
-        // organisation to sort the few it expects: a lateral subquery that cannot be pulled up
-        // (OFFSET) keeps the label's links driving, in list order, each contact checked by key.
-        links.innerJoinLateral(
-          (eb) =>
-            eb
-              .selectFrom('contacts')
-              .selectAll()
-              .whereRef('contacts.id', '=', 'contact_labels.contact_id')
-              .where('contacts.org_id', '=', slot<string>(0))
-              .where(matching(slot<string>(3), slot<string>(7)))
-              .offset(0)
-              .as('contacts'),
-          (join) => join.onTrue(),
-        )
-      : links.innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id').where('contacts.org_id', '=', slot<string>(0));
+    let query = links.innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id').where('contacts.org_id', '=', slot<string>(0));
     query = query
       .select(columns)
       .where('contact_labels.label_id', '=', slot<string>(2))
       .where('contact_labels.org_id', '=', slot<string>(0));
-    if (search && !lateral) query = query.where(matching(slot<string>(3), slot<string>(7)));
     if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+    if (words) query = query.where(matchingWords);
     if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
   }
@@ -182,7 +132,6 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
       ),
     );
   }
-  if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
   if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
   if (words) query = query.where(matchingWords);
   // An email or external id names at most one contact (unique in the organisation): nothing to
@@ -210,12 +159,9 @@ function fullTextQuery(ctx: Ctx, words: string[]): string {
 async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, json: boolean, sort: ContactSort): Promise<unknown[]> {
   requireScope(ctx.actor, 'contacts:read');
   const email = filters.email === undefined ? undefined : normaliseEmail(filters.email).toLowerCase();
-  const text = filters.search?.trim().replace(/\s+/g, ' ');
-  const search = text ? containing(text) : undefined;
   const shape: Shape = {
     email: email !== undefined,
     label: filters.labelId !== undefined,
-    search: search !== undefined,
     after: page.after !== null,
     external: filters.externalId !== undefined,
     meta: filters.metadata !== undefined,
@@ -230,11 +176,11 @@ async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, js
       ctx.orgId,
       email,
       filters.labelId,
-      search,
+      null, // (unused: was the LIKE search's pattern)
       page.after?.createdAt,
       page.after?.id,
       page.limit + 1,
-      (text && phoneDigits(text)) ?? null,
+      null, // (unused: was the LIKE search's phone digits)
       filters.externalId,
       filters.metadata?.key,
       filters.metadata?.value,
