@@ -82,6 +82,37 @@ describe.each(DIALECTS)('contact search on %s', (dialect) => {
     expect(other.json().code).toBe('invalid_cursor');
   });
 
+  it('finds the same with a word in thousands of contacts (walked in order) as in a few (matches sorted)', async () => {
+    const crowd = await h.newOrg();
+    const k = await crowd.key(['contacts:read', 'contacts:write']);
+    for (let b = 0; b < 52; b++) {
+      const contacts = Array.from({ length: 100 }, (_, i) => ({
+        first_name: 'Common',
+        last_name: `Person ${b * 100 + i}`,
+        email: `c${b * 100 + i}@crowd.example`,
+      }));
+      const res = await h.call(k, 'POST', '/api/v1/contacts/batch', { mode: 'create', contacts });
+      expect(res.statusCode, res.body).toBe(200);
+    }
+    // 5,200 matches: more than the few that are read and sorted (5,000), walked in list order instead.
+    let seen = 0;
+    let cursor: string | null = null;
+    let previous = '';
+    do {
+      const res = await h.call(k, 'GET', `/api/v1/contacts?q=common&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+      const page = res.json() as { data: { created_at: string; id: string }[]; next_cursor: string | null };
+      for (const c of page.data) {
+        expect(`${c.created_at}${c.id}` > previous).toBe(true);
+        previous = `${c.created_at}${c.id}`;
+      }
+      seen += page.data.length;
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(seen).toBe(5200);
+    expect(await search('common 4321', '', k)).toEqual(['Common']);
+    expect((await h.call(k, 'GET', '/api/v1/contacts?q=common&sort=-created_at&limit=1')).json().data[0].last_name).toBe('Person 5199');
+  });
+
   it('keeps another organisation out, and refuses a query without a letter or digit', async () => {
     const otherOrg = await h.newOrg();
     const otherKey = await otherOrg.key(['contacts:read', 'contacts:write']);

@@ -51,6 +51,8 @@ interface Shape {
   meta: boolean;
   updatedAfter: boolean;
   words: boolean;
+  /** SQLite: the words match few contacts (see FEW_MATCHES): drive from them, then sort. */
+  few: boolean;
   sort: ContactSort;
   json: boolean;
 }
@@ -59,11 +61,15 @@ interface Shape {
 // value and the id), 6 limit, 7 unused, 8 external id, 9–10 metadata key and value,
 // 11 updated after, 12 the full-text query (dialect's syntax). The shape is the JSON of a Shape.
 const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db, slot, shapeText) => {
-  const { email, label, after, external, meta, updatedAfter, words, sort, json } = JSON.parse(shapeText) as Shape;
+  const { email, label, after, external, meta, updatedAfter, words, few, sort, json } = JSON.parse(shapeText) as Shape;
   const sqlite = !(db.getExecutor().adapter instanceof PostgresAdapter);
   // The index's words: FTS5's table on SQLite (rowid of contacts), the GIN expression index on PostgreSQL.
+  // SQLite: with few matches, their rowids (a list the planner drives from); otherwise a check of
+  // each contact walked, by rowid, rather than a list of every match built first.
   const matchingWords = sqlite
-    ? sql<SqlBool>`contacts.rowid in (select rowid from contacts_fts where contacts_fts match ${slot<string>(12)})`
+    ? few
+      ? sql<SqlBool>`contacts.rowid in (select rowid from contacts_fts where contacts_fts match ${slot<string>(12)})`
+      : sql<SqlBool>`exists (select 1 from contacts_fts where contacts_fts match ${slot<string>(12)} and contacts_fts.rowid = contacts.rowid)`
     : sql<SqlBool>`to_tsvector('simple', contacts.search_text) @@ to_tsquery('simple', ${slot<string>(12)})`;
   const key = sortKey(sort);
   // Typed as the columns either way: the caller knows which rows it asked for (pageRows).
@@ -114,7 +120,14 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
     if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
   }
-  let query = db.selectFrom('contacts').select(columns).where('contacts.org_id', '=', slot<string>(0));
+  // With few matches, SQLite's `+` keeps the page indexes out: the matches' rowids drive, and the
+  // few rows are sorted. Otherwise (a common word) the walk in list order fills a page soon.
+  let query = few
+    ? db
+        .selectFrom('contacts')
+        .select(columns)
+        .where(sql<SqlBool>`+contacts.org_id = ${slot<string>(0)}`)
+    : db.selectFrom('contacts').select(columns).where('contacts.org_id', '=', slot<string>(0));
   if (email) query = query.where('contacts.email_lower', '=', slot<string>(1));
   if (external) query = query.where('contacts.external_id', '=', slot<string>(8));
   // With an email or external id as well, the label and the pair are checked on the one contact
@@ -146,13 +159,33 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
   if (after)
     query = query.where(sql<SqlBool>`(${key}, contacts.id) ${sql.raw(descending ? '<' : '>')} (${position.createdAt}, ${position.id})`);
   const direction = descending ? 'desc' : 'asc';
-  return query.orderBy(key, direction).orderBy('contacts.id', direction).limit(slot<number>(6));
+  return query
+    .orderBy(few ? sql`+${key}` : key, direction)
+    .orderBy('contacts.id', direction)
+    .limit(slot<number>(6));
 });
 
 /** Every word as a prefix, all of them required, in the dialect's query syntax (the words are letters and digits only). */
 function fullTextQuery(ctx: Ctx, words: string[]): string {
   const sqlite = !(ctx.db.getExecutor().adapter instanceof PostgresAdapter);
   return sqlite ? words.map((word) => `"${word}"*`).join(' AND ') : words.map((word) => `${word}:*`).join(' & ');
+}
+
+/**
+ * Below this many matches (over all organisations: FTS5 cannot filter by one), a search reads its
+ * matches and sorts them; above it, it walks the list in order checking each contact, which soon
+ * fills a page. SQLite only: PostgreSQL chooses between the two from its statistics.
+ */
+const FEW_MATCHES = 5000;
+
+async function fewMatches(ctx: Ctx, words: string[]): Promise<boolean> {
+  if (ctx.db.getExecutor().adapter instanceof PostgresAdapter) return false;
+  const { rows } = await sql<{
+    n: number;
+  }>`select count(*) as n from (select rowid from contacts_fts where contacts_fts match ${fullTextQuery(ctx, words)} limit ${FEW_MATCHES + 1})`.execute(
+    ctx.db,
+  );
+  return Number(rows[0]?.n ?? 0) <= FEW_MATCHES;
 }
 
 /** The page's rows, as columns or (`json`) as JSON text: `limit + 1` of them at most. */
@@ -167,6 +200,7 @@ async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, js
     meta: filters.metadata !== undefined,
     updatedAfter: filters.updatedAfter !== undefined,
     words: filters.words !== undefined,
+    few: filters.words !== undefined && (await fewMatches(ctx, filters.words)),
     sort,
     json,
   };
