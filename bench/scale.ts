@@ -95,6 +95,15 @@ async function runSetup(dialect: 'sqlite' | 'postgres'): Promise<void> {
         }),
         await measure('list label_id= (25)', pid, { url: `${api}?limit=25&label_id=${seeded.labelIds[0]}`, headers: auth }),
         await measure('list label_id= unused label', pid, { url: `${api}?limit=25&label_id=${seeded.labelIds[3]}`, headers: auth }),
+        // Sync (issue 18): each within 2x the first page is the target.
+        await measure('list q= rare word (first 12345)', pid, { url: `${api}?limit=25&q=first%2012345`, headers: auth }),
+        await measure('list q= common word (first)', pid, { url: `${api}?limit=25&q=first`, headers: auth }),
+        await measure('list updated_after= recent', pid, {
+          url: `${api}?limit=25&updated_after=${encodeURIComponent(seeded.deepRow.createdAt)}`,
+          headers: auth,
+        }),
+        await measure('list metadata[tier]=t7', pid, { url: `${api}?limit=25&metadata%5Btier%5D=t7`, headers: auth }),
+        await measure('list sort=-updated_at', pid, { url: `${api}?limit=25&sort=-updated_at`, headers: auth }),
         await measure('get-by-id (random)', pid, {
           url: env.url,
           requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/v1/contacts/${pick(seeded.sampleIds)}`, headers: auth }) }],

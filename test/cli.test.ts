@@ -49,6 +49,8 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '009_blob_purges',
       '010_settings',
       '011_source_types',
+      '012_contact_sync',
+      '013_contact_search',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -175,7 +175,7 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
     expect((await h.call(key, 'GET', `/api/v1/contacts/${apiMade.id}`)).statusCode).toBe(404);
   });
 
-  it('searches full names, emails and phone numbers, with or without separators', async () => {
+  it('searches full names, emails and phone numbers, with or without separators (the API’s q=), and sorts by column', async () => {
     const own = await h.newOrg();
     const user = await signedIn(h, own.adminEmail);
     const key = await own.key(['contacts:write']);
@@ -189,7 +189,8 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
     };
     expect(await found('Alan Turing')).toEqual([alan]);
     expect(await found('  alan   TURING ')).toEqual([alan]);
-    expect(await found('n Tur')).toEqual([alan]);
+    expect(await found('Al Tur')).toEqual([alan]);
+    expect(await found('n Tur')).toEqual([]); // words are matched from their start (the API's q=)
     expect(await found('tur')).toEqual([alan]);
     expect(await found('ada@')).toEqual([ada]);
     expect(await found('7946')).toEqual([alan, ada]);
@@ -198,6 +199,16 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
     expect(await found('(020) 7946-0999')).toEqual([ada]);
     expect(await found('Alan Lovelace')).toEqual([]);
     expect(await found('%')).toEqual([]);
+
+    // Column sorting: the API's sort=, the header says which way.
+    const byName = await user.get('/contacts?sort=last_name');
+    expect(byName.body.indexOf(`/contacts/${ada}"`)).toBeLessThan(byName.body.indexOf(`/contacts/${alan}"`));
+    expect(byName.body).toContain('aria-sort="ascending"');
+    expect(byName.body).toContain('href="/contacts?sort=-last_name"');
+    const reversed = await user.get('/contacts?sort=-last_name');
+    expect(reversed.body.indexOf(`/contacts/${alan}"`)).toBeLessThan(reversed.body.indexOf(`/contacts/${ada}"`));
+    expect(reversed.body).toContain('aria-sort="descending"');
+    expect((await user.get('/contacts?sort=nonsense')).statusCode).toBe(200);
   });
 
   it('throttles guesses sent in parallel, per account across addresses, and IPv6 by /64', async () => {

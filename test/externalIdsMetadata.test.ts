@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { signedIn } from './helpers/browserSession.js';
 
 // Issue 18, items 1 and 2: contacts' external_id and metadata, groups' metadata, and the filters
 // external_id= and metadata[key]=value, through HTTP (every answer checked against openapi.json).
@@ -236,6 +237,17 @@ describe.each(DIALECTS)('external ids and metadata on %s', (dialect) => {
     await create({ metadata: { secret: 'ours' } });
     const theirs = await h.call(otherKey, 'GET', '/api/v1/contacts?metadata[secret]=ours');
     expect(theirs.json().data).toEqual([]);
+  });
+
+  it("shows a contact's external_id and metadata on its dashboard page, escaped", async () => {
+    const made = (await create({ external_id: '<b>ext</b>', metadata: { owner: 'sales & <i>ops</i>' } })).json();
+    const user = await signedIn(h, org.adminEmail);
+    const page = await user.get(`/contacts/${made.id}`);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('&#60;b&#62;ext&#60;/b&#62;');
+    expect(page.body).toContain('metadata.owner');
+    expect(page.body).toContain('sales &#38; &#60;i&#62;ops&#60;/i&#62;');
+    expect(page.body).not.toContain('<i>ops</i>');
   });
 
   it('gives groups metadata with the same rules', async () => {

@@ -181,6 +181,8 @@ describe('the OpenAPI document, checked by Prism in front of a real server', { t
     expect((await call(api, 'GET', '/contacts?metadata[tier]=gold&sort=-last_name')).status).toBe(200);
     expect((await call(api, 'GET', '/contacts?updated_after=2026-01-01T00:00:00Z&limit=1')).status).toBe(200);
     expect((await call(api, 'GET', '/contacts?sort=nope', { badRequest: true })).status).toBe(400);
+    expect((await call(api, 'GET', '/contacts?q=ada%20lov&sort=last_name')).status).toBe(200);
+    expect((await call(api, 'GET', '/contacts?q=%40%40')).status).toBe(400);
     const batch = (body: unknown, options: { badRequest?: boolean; headers?: Record<string, string> } = {}) =>
       call(api, 'POST', '/contacts/batch', { body, ...options });
     expect(

@@ -2,6 +2,7 @@
  * Bulk seeding for `npm run bench:scale`, straight into the database (not through the API): many
  * rows per INSERT, many INSERTs per transaction. Ids are made as the app makes them (newId).
  */
+import { searchText } from '../../src/domain/contacts/searchText.js';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { newId } from '../../src/domain/ids.js';
@@ -142,8 +143,34 @@ export async function seed(writer: BulkWriter, orgId: string, count: number, dee
     [...CONTACT_INSERT_COLUMNS],
     (function* () {
       for (let i = 0; i < count; i++) {
-        yield [ids[i]!, orgId, `First ${i}`, 'Contact', email(i), email(i), '+44 20 7946 0000', null, null, 'import', at(i), at(i)];
+        // In CONTACT_INSERT_COLUMNS order. Every contact has an external id and one metadata pair
+        // (a thousand contacts share each value); `first` is in every search_text, `first 12345` in one.
+        const row = { first_name: `First ${i}`, last_name: 'Contact', email: email(i), phone: '+44 20 7946 0000' };
+        yield [
+          ids[i]!,
+          orgId,
+          row.first_name,
+          row.last_name,
+          row.email,
+          row.email,
+          row.phone,
+          null,
+          null,
+          'csv_import',
+          `ext-${i}`,
+          JSON.stringify({ tier: `t${i % Math.max(1, Math.floor(count / 1000))}` }),
+          searchText(row),
+          at(i),
+          at(i),
+        ];
       }
+    })(),
+  );
+  await writer.insert(
+    'contact_metadata',
+    ['org_id', 'contact_id', 'key', 'value', 'contact_created_at'],
+    (function* () {
+      for (let i = 0; i < count; i++) yield [orgId, ids[i]!, 'tier', `t${i % Math.max(1, Math.floor(count / 1000))}`, at(i)];
     })(),
   );
   await writer.insert(
@@ -243,7 +270,8 @@ async function seedOtherOrgs(writer: BulkWriter, at: string): Promise<void> {
     contacts.flatMap((ids, o) =>
       ids.map((id, i) => {
         const email = `other-${i}@org-${o}.example.com`;
-        return [id, orgs[o]!, `Other ${i}`, 'Contact', email, email, null, null, null, 'import', at, at];
+        const words = searchText({ first_name: `Other ${i}`, last_name: 'Contact', email, phone: null });
+        return [id, orgs[o]!, `Other ${i}`, 'Contact', email, email, null, null, null, 'csv_import', null, '{}', words, at, at];
       }),
     ),
   );

@@ -17,6 +17,7 @@ export const API_ERROR_CODES = [
   'request_timeout',
   'idempotency_conflict',
   'contact_exists',
+  'external_id_exists',
   'label_exists',
   'member_exists',
   'already_uploaded',
@@ -26,6 +27,7 @@ export const API_ERROR_CODES = [
   'payload_too_large',
   'uri_too_long',
   'unsupported_media_type',
+  'duplicate_in_batch',
   'idempotency_key_reused',
   'rate_limited',
   'quota_exceeded',
@@ -61,6 +63,7 @@ export interface OrgdataErrorInit {
   quota?: ProblemQuota;
   existingId?: string | null;
   missingIds?: string[];
+  index?: number;
   retryAfter?: number;
   cause?: unknown;
 }
@@ -85,8 +88,10 @@ export class OrgdataError extends Error {
   readonly errors: ProblemFieldError[] | undefined;
   /** With `quota_exceeded`: the organisation's daily allowance and when it resets. */
   readonly quota: ProblemQuota | undefined;
-  /** With `contact_exists` and `label_exists`: the record that already has that value. */
+  /** With `contact_exists`, `external_id_exists` and `label_exists`: the record that already has that value. */
   readonly existingId: string | null | undefined;
+  /** With an atomic `contacts.batch` that failed: the item that failed (nothing was written). */
+  readonly index: number | undefined;
   /** With `not_found` when adding group members: the contact ids that are not in the organisation. */
   readonly missingIds: string[] | undefined;
   /** `Retry-After` in seconds, when the response had one (429, 503). */
@@ -104,6 +109,7 @@ export class OrgdataError extends Error {
     this.quota = init.quota;
     this.existingId = init.existingId;
     this.missingIds = init.missingIds;
+    this.index = init.index;
     this.retryAfter = init.retryAfter;
   }
 
@@ -122,6 +128,7 @@ export class OrgdataError extends Error {
       quota: this.quota,
       existingId: this.existingId,
       missingIds: this.missingIds,
+      index: this.index,
       retryAfter: this.retryAfter,
     };
   }
@@ -175,6 +182,7 @@ export function errorFromResponse(what: string, response: Response, text: string
     quota: problem.quota,
     existingId: problem.existing_id,
     missingIds: problem.missing_ids,
+    index: problem.index,
     retryAfter,
   });
 }

@@ -27,6 +27,7 @@ import * as blobPurges from './migrations/009_blob_purges.js';
 import * as settings from './migrations/010_settings.js';
 import * as sourceTypes from './migrations/011_source_types.js';
 import * as contactSync from './migrations/012_contact_sync.js';
+import * as contactSearch from './migrations/013_contact_search.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -248,6 +249,7 @@ const migrations: Record<string, Migration> = {
   '010_settings': settings,
   '011_source_types': sourceTypes,
   '012_contact_sync': contactSync,
+  '013_contact_search': contactSearch,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -62,6 +62,8 @@ export interface ContactsTable {
   external_id: string | null;
   /** JSON text of an object of strings; its pairs are also rows of contact_metadata. */
   metadata: Generated<string>;
+  /** The words `q=` searches (domain/contacts/searchText.ts); indexed (migration 013). */
+  search_text: Generated<string>;
   created_at: string;
   updated_at: string;
 }

@@ -1531,6 +1531,8 @@ export interface operations {
                 label_id?: string;
                 /** @description Only the contact with this `external_id` (exact). */
                 external_id?: string;
+                /** @description Full-text search: contacts where each word of `q` begins a word of their first name, last name, e-mail or phone number, case- and accent-insensitive (`ada lov`, `zoe` for Zoë, `7946` for +44 20 7946 0958). At most 8 words are used. Combines with the other filters and `sort`. */
+                q?: string;
                 /** @description Only contacts changed strictly after this instant (ISO 8601, years 0000–9999 in UTC): incremental sync. Without `sort`, the list is in `updated_at` order. Deletions are `contact.deleted` events (GET /events). */
                 updated_after?: string;
                 /** @description The order: by `created_at` (the default), `updated_at` or `last_name` (case-insensitive), ties by id; `-` for descending. By `updated_at`, a contact changed during a walk moves to the end and is listed again, never skipped. */

@@ -34,6 +34,31 @@ export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
         body: html`<p><a href="/contacts">← Contacts</a></p>
           <h1>${`${contact.first_name} ${contact.last_name}`.trim()}</h1>
           <p class="muted">Source: ${contact.source_type} · created ${contact.created_at.slice(0, 10)} · id <code>${contact.id}</code></p>
+          ${
+            contact.external_id !== null || Object.keys(contact.metadata).length > 0
+              ? html`<h2>From other systems</h2>
+                  <p class="muted">Set through the API: the integrator's own id and metadata.</p>
+                  <table>
+                    <tbody>
+                      ${
+                        contact.external_id !== null
+                          ? html`<tr>
+                              <th scope="row">external_id</th>
+                              <td><code>${contact.external_id}</code></td>
+                            </tr>`
+                          : ''
+                      }
+                      ${Object.entries(contact.metadata).map(
+                        ([key, value]) =>
+                          html`<tr>
+                            <th scope="row">metadata.${key}</th>
+                            <td>${value}</td>
+                          </tr>`,
+                      )}
+                    </tbody>
+                  </table>`
+              : ''
+          }
           ${errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
           ${contactForm({ session, action: `/contacts/${contact.id}`, submit: 'Save changes', values: values ?? { ...contact, label_ids: [...attached] }, labels, errors, showLabels: false })}
           <h2>Labels</h2>

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { createContact, type ContactInput } from '../../domain/contacts/contacts.js';
-import { listContacts } from '../../domain/contacts/list.js';
+import { CONTACT_SORTS, listContacts, type ContactSort } from '../../domain/contacts/list.js';
+import { searchWords } from '../../domain/contacts/searchText.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { ConflictError, ValidationError } from '../../domain/errors.js';
 import { listLabels, type LabelView } from '../../domain/labels/labels.js';
@@ -101,17 +102,43 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     const ctx = ctxOf(request, db);
     const q = text(request.query, 'q').slice(0, 200);
     const labelId = text(request.query, 'label_id');
-    const binding = JSON.stringify(['dashboard:contacts', ctx.orgId, q, labelId]);
+    // The API's search (q=) and orders (sort=), the same queries: an unknown order is the default.
+    const asked = text(request.query, 'sort');
+    const sort: ContactSort = (CONTACT_SORTS as readonly string[]).includes(asked) ? (asked as ContactSort) : 'created_at';
+    const words = searchWords(q);
+    const binding = JSON.stringify(['dashboard:contacts', ctx.orgId, q, labelId, sort]);
     const cursor = text(request.query, 'cursor');
     const after = cursor ? decodeCursor(secret, binding, cursor) : null;
     const [result, labels] = await Promise.all([
-      listContacts(ctx, { limit: PAGE_SIZE, after }, { search: q || undefined, labelId: labelId || undefined }),
+      // A search of no letter or digit ("%") matches nothing.
+      q.trim() !== '' && words.length === 0
+        ? { items: [], hasMore: false, last: null }
+        : listContacts(
+            ctx,
+            { limit: PAGE_SIZE, after },
+            { words: words.length > 0 ? words : undefined, labelId: labelId || undefined },
+            sort,
+          ),
       allLabels(ctx),
     ]);
     const last = result.items.at(-1);
     const next = result.hasMore && last ? encodeCursor(secret, binding, result.last ?? { createdAt: last.created_at, id: last.id }) : null;
     const query = (extra: Record<string, string>) =>
-      new URLSearchParams({ ...(q ? { q } : {}), ...(labelId ? { label_id: labelId } : {}), ...extra }).toString();
+      new URLSearchParams({
+        ...(q ? { q } : {}),
+        ...(labelId ? { label_id: labelId } : {}),
+        ...(sort !== 'created_at' ? { sort } : {}),
+        ...extra,
+      }).toString();
+    /** A column header that sorts by `key`, ascending first, then the other way; aria-sort says which. */
+    const sortable = (label: string, key: 'last_name' | 'created_at' | 'updated_at', first: 'asc' | 'desc' = 'asc') => {
+      const current = sort === key ? 'ascending' : sort === `-${key}` ? 'descending' : null;
+      const nextSort = current === 'ascending' ? `-${key}` : current === 'descending' ? key : first === 'asc' ? key : `-${key}`;
+      const link = new URLSearchParams({ ...(q ? { q } : {}), ...(labelId ? { label_id: labelId } : {}), sort: nextSort }).toString();
+      return html`<th scope="col" ${current ? html`aria-sort="${current}"` : ''}>
+        <a href="/contacts?${link}">${label}${current === 'ascending' ? ' ▲' : current === 'descending' ? ' ▼' : ''}</a>
+      </th>`;
+    };
     return send(
       reply,
       200,
@@ -128,6 +155,7 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
             <div class="field">
               <label for="q">Search</label><input type="search" id="q" name="q" value="${q}" placeholder="Name, email or phone" />
             </div>
+            ${sort !== 'created_at' ? html`<input type="hidden" name="sort" value="${sort}" />` : ''}
             <div class="field">
               <label for="label-filter">Label</label
               ><select id="label-filter" name="label_id">
@@ -145,12 +173,12 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
               : html`<table>
                   <thead>
                     <tr>
-                      <th scope="col">Name</th>
+                      ${sortable('Name', 'last_name')}
                       <th scope="col">Email</th>
                       <th scope="col">Phone</th>
                       <th scope="col">Labels</th>
                       <th scope="col">Source</th>
-                      <th scope="col">Created</th>
+                      ${sortable('Created', 'created_at', 'desc')} ${sortable('Updated', 'updated_at', 'desc')}
                     </tr>
                   </thead>
                   <tbody>
@@ -163,6 +191,7 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
                           <td>${labelChips(c)}</td>
                           <td>${c.source_type}</td>
                           <td><time datetime="${c.created_at}">${c.created_at.slice(0, 10)}</time></td>
+                          <td><time datetime="${c.updated_at}">${c.updated_at.slice(0, 10)}</time></td>
                         </tr>`,
                     )}
                   </tbody>

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { getContact } from '../../domain/contacts/read.js';
 import { listContacts } from '../../domain/contacts/list.js';
+import { searchWords } from '../../domain/contacts/searchText.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import { getGroup, updateGroup, type GroupInput, type GroupView } from '../../domain/groups/groups.js';
@@ -62,7 +63,11 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
     const q = state.q ?? null;
     const [members, found] = await Promise.all([
       listMembers(ctx, group.id, { limit: MEMBERS_PAGE_SIZE, after }),
-      q === null ? null : listContacts(ctx, { limit: SEARCH_SIZE, after: null }, { search: q || undefined }),
+      q === null
+        ? null
+        : q.trim() !== '' && searchWords(q).length === 0
+          ? { items: [], hasMore: false }
+          : listContacts(ctx, { limit: SEARCH_SIZE, after: null }, { words: searchWords(q).length > 0 ? searchWords(q) : undefined }),
     ]);
     // One read per member row (at most 25); a member whose contact was just deleted shows its id.
     const contacts = await Promise.all(

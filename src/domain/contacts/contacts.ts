@@ -11,6 +11,7 @@ import { requireScope } from '../scopes.js';
 import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
 import { mergeMetadata, metadataCountError, metadataFieldErrors, type Metadata, type MetadataInput } from '../metadata.js';
 import { getContact } from './read.js';
+import { searchText } from './searchText.js';
 import { toContactView, toContactViews, type ContactView } from './view.js';
 
 /**
@@ -190,6 +191,7 @@ export const CONTACT_INSERT_COLUMNS = [
   'source_type',
   'external_id',
   'metadata',
+  'search_text',
   'created_at',
   'updated_at',
 ] as const;
@@ -235,6 +237,12 @@ export async function insertContacts(
     source_type: sourceType,
     external_id: input.external_id ?? null,
     metadata: JSON.stringify(mergeMetadata({}, input.metadata)),
+    search_text: searchText({
+      first_name: input.first_name.trim(),
+      last_name: (input.last_name ?? '').trim(),
+      email: input.email,
+      phone: input.phone ?? null,
+    }),
     created_at: at,
     updated_at: at,
   }));
@@ -353,6 +361,9 @@ export async function patchInTransaction(
     .set({
       ...changed,
       ...(typeof changed.email === 'string' ? { email_lower: changed.email.toLowerCase() } : {}),
+      ...(['first_name', 'last_name', 'email', 'phone'].some((column) => column in changed)
+        ? { search_text: searchText({ ...before, ...changed } as ContactView) }
+        : {}),
       ...(metadataChanged ? { metadata: JSON.stringify(merged) } : {}),
       updated_at: at,
     })

@@ -11,18 +11,14 @@ export interface ContactFilters {
   /** Exact match, case-insensitive, the domain compared in canonical form (`xn--` or Unicode alike). */
   email?: string;
   labelId?: string;
-  /**
-   * Part of the full name ("Alan Turing", "ing Al"), the email, or the phone number,
-   * case-insensitive (the dashboard's search box). Phone numbers match on their digits alone:
-   * "020 7946" finds "+44 20 7946 0018" and "(020) 7946-0018".
-   */
-  search?: string;
   /** Exact: the one contact with this external id. */
   externalId?: string;
   /** Exact: contacts whose metadata has this key with this value. */
   metadata?: { key: string; value: string };
   /** Only contacts changed after this instant (stored form, see parseInstant). */
   updatedAfter?: string;
+  /** Full-text: every word (see searchWords) begins a word of the contact's names, e-mail or phone. */
+  words?: string[];
 }
 
 /**
@@ -43,11 +39,6 @@ function sortKey(sort: ContactSort) {
   return SORT_KEYS[sort.replace('-', '') as keyof typeof SORT_KEYS];
 }
 
-/** A LIKE pattern matching `text` anywhere, with LIKE's own wildcards taken literally. */
-function containing(text: string): string {
-  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
 /**
  * Which filters a list request uses, and whether the rows are columns or JSON text (`j`, see
  * contactJson): each combination is compiled once (see PreparedQuery).
@@ -55,39 +46,31 @@ function containing(text: string): string {
 interface Shape {
   email: boolean;
   label: boolean;
-  search: boolean;
   after: boolean;
   external: boolean;
   meta: boolean;
   updatedAfter: boolean;
+  words: boolean;
+  /** SQLite: the words match few contacts (see FEW_MATCHES): drive from them, then sort. */
+  few: boolean;
   sort: ContactSort;
   json: boolean;
 }
 
-/** The digits of a phone number, without the separators people write in them. */
-const PHONE_DIGITS = sql`replace(replace(replace(replace(replace(replace(coalesce(contacts.phone, ''), ' ', ''), '-', ''), '(', ''), ')', ''), '.', ''), '+', '')`;
-
-/**
- * The search box's condition: `pattern` (see containing) in the full name (first and last name
- * with a space between) or the email; or `digits`, a pattern of the search's digits (null when it
- * has fewer than 3 of them, or other than phone characters), in the phone number's digits.
- */
-function matching(pattern: string, digits: string) {
-  return sql<SqlBool>`(lower(contacts.first_name || ' ' || contacts.last_name) like ${pattern} escape '\\' or contacts.email_lower like ${pattern} escape '\\' or ${PHONE_DIGITS} like ${digits})`;
-}
-
-/** The search's digits as a pattern for PHONE_DIGITS, when the search looks like part of a phone number. */
-function phoneDigits(search: string): string | undefined {
-  if (!/^[\d\s()+.-]+$/.test(search)) return undefined;
-  const digits = search.replace(/\D/g, '');
-  return digits.length >= 3 ? `%${digits}%` : undefined;
-}
-
-// Values: 0 org, 1 email, 2 label id, 3 search pattern, 4–5 the position after (the sort key's
-// value and the id), 6 limit, 7 phone digits pattern, 8 external id, 9–10 metadata key and value,
-// 11 updated after. The shape is the JSON of a Shape.
+// Values: 0 org, 1 email, 2 label id, 3 unused, 4–5 the position after (the sort key's
+// value and the id), 6 limit, 7 unused, 8 external id, 9–10 metadata key and value,
+// 11 updated after, 12 the full-text query (dialect's syntax). The shape is the JSON of a Shape.
 const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db, slot, shapeText) => {
-  const { email, label, search, after, external, meta, updatedAfter, sort, json } = JSON.parse(shapeText) as Shape;
+  const { email, label, after, external, meta, updatedAfter, words, few, sort, json } = JSON.parse(shapeText) as Shape;
+  const sqlite = !(db.getExecutor().adapter instanceof PostgresAdapter);
+  // The index's words: FTS5's table on SQLite (rowid of contacts), the GIN expression index on PostgreSQL.
+  // SQLite: with few matches, their rowids (a list the planner drives from); otherwise a check of
+  // each contact walked, by rowid, rather than a list of every match built first.
+  const matchingWords = sqlite
+    ? few
+      ? sql<SqlBool>`contacts.rowid in (select rowid from contacts_fts where contacts_fts match ${slot<string>(12)})`
+      : sql<SqlBool>`exists (select 1 from contacts_fts where contacts_fts match ${slot<string>(12)} and contacts_fts.rowid = contacts.rowid)`
+    : sql<SqlBool>`to_tsvector('simple', contacts.search_text) @@ to_tsquery('simple', ${slot<string>(12)})`;
   const key = sortKey(sort);
   // Typed as the columns either way: the caller knows which rows it asked for (pageRows).
   const columns = json
@@ -116,8 +99,8 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
       .where('contact_metadata.key', '=', slot<string>(9))
       .where('contact_metadata.value', '=', slot<string>(10));
     if (label) query = query.where(hasLabel);
-    if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
     if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+    if (words) query = query.where(matchingWords);
     if (after) query = query.where(afterPosition('contact_metadata', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_metadata.contact_created_at').orderBy('contact_metadata.contact_id').limit(slot<number>(6));
   }
@@ -127,34 +110,24 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
     // reads a few index entries, not the organisation's contacts. The links carry their contact's
     // created_at, so the order and the cursor are those of the unfiltered list.
     const links = db.selectFrom('contact_labels');
-    const lateral = search && db.getExecutor().adapter instanceof PostgresAdapter;
-    let query = lateral
-      ? // With the search box, PostgreSQL guesses the LIKE rare and reads every contact of the
-        // organisation to sort the few it expects: a lateral subquery that cannot be pulled up
-        // (OFFSET) keeps the label's links driving, in list order, each contact checked by key.
-        links.innerJoinLateral(
-          (eb) =>
-            eb
-              .selectFrom('contacts')
-              .selectAll()
-              .whereRef('contacts.id', '=', 'contact_labels.contact_id')
-              .where('contacts.org_id', '=', slot<string>(0))
-              .where(matching(slot<string>(3), slot<string>(7)))
-              .offset(0)
-              .as('contacts'),
-          (join) => join.onTrue(),
-        )
-      : links.innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id').where('contacts.org_id', '=', slot<string>(0));
+    let query = links.innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id').where('contacts.org_id', '=', slot<string>(0));
     query = query
       .select(columns)
       .where('contact_labels.label_id', '=', slot<string>(2))
       .where('contact_labels.org_id', '=', slot<string>(0));
-    if (search && !lateral) query = query.where(matching(slot<string>(3), slot<string>(7)));
     if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+    if (words) query = query.where(matchingWords);
     if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
     return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
   }
-  let query = db.selectFrom('contacts').select(columns).where('contacts.org_id', '=', slot<string>(0));
+  // With few matches, SQLite's `+` keeps the page indexes out: the matches' rowids drive, and the
+  // few rows are sorted. Otherwise (a common word) the walk in list order fills a page soon.
+  let query = few
+    ? db
+        .selectFrom('contacts')
+        .select(columns)
+        .where(sql<SqlBool>`+contacts.org_id = ${slot<string>(0)}`)
+    : db.selectFrom('contacts').select(columns).where('contacts.org_id', '=', slot<string>(0));
   if (email) query = query.where('contacts.email_lower', '=', slot<string>(1));
   if (external) query = query.where('contacts.external_id', '=', slot<string>(8));
   // With an email or external id as well, the label and the pair are checked on the one contact
@@ -172,8 +145,8 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
       ),
     );
   }
-  if (search) query = query.where(matching(slot<string>(3), slot<string>(7)));
   if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+  if (words) query = query.where(matchingWords);
   // An email or external id names at most one contact (unique in the organisation): nothing to
   // order, and PostgreSQL would otherwise add a sort step over the unique index's one row.
   if (email || external) return query.limit(slot<number>(6));
@@ -186,23 +159,48 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db,
   if (after)
     query = query.where(sql<SqlBool>`(${key}, contacts.id) ${sql.raw(descending ? '<' : '>')} (${position.createdAt}, ${position.id})`);
   const direction = descending ? 'desc' : 'asc';
-  return query.orderBy(key, direction).orderBy('contacts.id', direction).limit(slot<number>(6));
+  return query
+    .orderBy(few ? sql`+${key}` : key, direction)
+    .orderBy('contacts.id', direction)
+    .limit(slot<number>(6));
 });
+
+/** Every word as a prefix, all of them required, in the dialect's query syntax (the words are letters and digits only). */
+function fullTextQuery(ctx: Ctx, words: string[]): string {
+  const sqlite = !(ctx.db.getExecutor().adapter instanceof PostgresAdapter);
+  return sqlite ? words.map((word) => `"${word}"*`).join(' AND ') : words.map((word) => `${word}:*`).join(' & ');
+}
+
+/**
+ * Below this many matches (over all organisations: FTS5 cannot filter by one), a search reads its
+ * matches and sorts them; above it, it walks the list in order checking each contact, which soon
+ * fills a page. SQLite only: PostgreSQL chooses between the two from its statistics.
+ */
+const FEW_MATCHES = 5000;
+
+async function fewMatches(ctx: Ctx, words: string[]): Promise<boolean> {
+  if (ctx.db.getExecutor().adapter instanceof PostgresAdapter) return false;
+  const { rows } = await sql<{
+    n: number;
+  }>`select count(*) as n from (select rowid from contacts_fts where contacts_fts match ${fullTextQuery(ctx, words)} limit ${FEW_MATCHES + 1})`.execute(
+    ctx.db,
+  );
+  return Number(rows[0]?.n ?? 0) <= FEW_MATCHES;
+}
 
 /** The page's rows, as columns or (`json`) as JSON text: `limit + 1` of them at most. */
 async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, json: boolean, sort: ContactSort): Promise<unknown[]> {
   requireScope(ctx.actor, 'contacts:read');
   const email = filters.email === undefined ? undefined : normaliseEmail(filters.email).toLowerCase();
-  const text = filters.search?.trim().replace(/\s+/g, ' ');
-  const search = text ? containing(text) : undefined;
   const shape: Shape = {
     email: email !== undefined,
     label: filters.labelId !== undefined,
-    search: search !== undefined,
     after: page.after !== null,
     external: filters.externalId !== undefined,
     meta: filters.metadata !== undefined,
     updatedAfter: filters.updatedAfter !== undefined,
+    words: filters.words !== undefined,
+    few: filters.words !== undefined && (await fewMatches(ctx, filters.words)),
     sort,
     json,
   };
@@ -212,15 +210,16 @@ async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, js
       ctx.orgId,
       email,
       filters.labelId,
-      search,
+      null, // (unused: was the LIKE search's pattern)
       page.after?.createdAt,
       page.after?.id,
       page.limit + 1,
-      (text && phoneDigits(text)) ?? null,
+      null, // (unused: was the LIKE search's phone digits)
       filters.externalId,
       filters.metadata?.key,
       filters.metadata?.value,
       filters.updatedAfter,
+      filters.words && fullTextQuery(ctx, filters.words),
     ],
     JSON.stringify(shape),
   );

@@ -22,7 +22,7 @@ export interface ContactView {
   updated_at: string;
 }
 
-export type ContactRow = Omit<Selectable<ContactsTable>, 'org_id' | 'email_lower'>;
+export type ContactRow = Omit<Selectable<ContactsTable>, 'org_id' | 'email_lower' | 'search_text'>;
 
 export const CONTACT_COLUMNS = [
   'contacts.id',

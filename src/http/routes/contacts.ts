@@ -4,6 +4,7 @@ import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContactJson } from '../../domain/contacts/read.js';
 import { listContactsJson, type ContactSort } from '../../domain/contacts/list.js';
 import { parseInstant } from '../../domain/validation.js';
+import { searchWords } from '../../domain/contacts/searchText.js';
 import { ServiceError, ValidationError } from '../../domain/errors.js';
 import { batchContacts, BatchItemFailed, type BatchItem, type BatchMode, type MatchOn } from '../../domain/contacts/batch.js';
 import { fieldErrorsOf, problemOf, statusOf } from '../errorHandler.js';
@@ -81,6 +82,8 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       const metadata = metadataFilter(request.query);
       const updatedAfter =
         request.query.updated_after === undefined ? undefined : parseInstant('updated_after', request.query.updated_after);
+      const words = request.query.q === undefined ? undefined : searchWords(request.query.q);
+      if (words?.length === 0) throw ValidationError.field('q', 'must contain a letter or a digit');
       const sort = (request.query.sort ?? (updatedAfter === undefined ? 'created_at' : 'updated_at')) as ContactSort;
       // The default order is left out of the cursor's binding: cursors issued before `sort` existed still work.
       const filters = {
@@ -89,12 +92,13 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
         external_id: externalId,
         metadata,
         updated_after: updatedAfter,
+        q: words?.join(' '),
         ...(sort === 'created_at' ? {} : { sort }),
       };
       const page = await listContactsJson(
         ctx,
         pageRequest(request, ctx, secret, request.query, filters),
-        { email, labelId, externalId, metadata, updatedAfter },
+        { email, labelId, externalId, metadata, updatedAfter, words },
         sort,
       );
       return sendJsonText(reply, listEnvelopeText(request, ctx, secret, page, filters));

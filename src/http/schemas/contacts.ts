@@ -125,6 +125,15 @@ export const ContactListQuery = Type.Object(
     external_id: Type.Optional(
       Type.String({ minLength: 1, maxLength: EXTERNAL_ID_MAX, description: 'Only the contact with this `external_id` (exact).' }),
     ),
+    q: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description:
+          'Full-text search: contacts where each word of `q` begins a word of their first name, last name, e-mail or phone number, case- and accent-insensitive (`ada lov`, `zoe` for Zoë, `7946` for +44 20 7946 0958). At most 8 words are used. Combines with the other filters and `sort`.',
+        examples: ['ada lov'],
+      }),
+    ),
     updated_after: Type.Optional(
       Type.String({
         format: 'date-time',
