@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { countRows, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 // Issue 18, item 3: POST /contacts/batch through HTTP (every answer checked against openapi.json).
 interface Item {
@@ -24,15 +24,7 @@ describe.each(DIALECTS)('contact batches on %s', (dialect) => {
   const email = () => `batch${seq++}@example.com`;
   const batch = (body: Record<string, unknown>, headers: Record<string, string> = {}, k = key) =>
     h.call(k, 'POST', '/api/v1/contacts/batch', body, headers);
-  const rows = async (table: 'contacts' | 'events' | 'contact_metadata') =>
-    Number(
-      (
-        await h.db.kysely
-          .selectFrom(table)
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const rows = (table: 'contacts' | 'events' | 'contact_metadata') => countRows(h, table);
 
   it('creates up to 100 contacts, one event each, answering each item in order', async () => {
     const events = await rows('events');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { countRows, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { signedIn } from './helpers/browserSession.js';
 
 // Issue 18, items 1 and 2: contacts' external_id and metadata, groups' metadata, and the filters
@@ -19,15 +19,7 @@ describe.each(DIALECTS)('external ids and metadata on %s', (dialect) => {
   const email = () => `sync${seq++}@example.com`;
   const create = (body: Record<string, unknown>, k = key) =>
     h.call(k, 'POST', '/api/v1/contacts', { first_name: 'S', email: email(), ...body });
-  const count = async (table: 'contacts' | 'contact_metadata') =>
-    Number(
-      (
-        await h.db.kysely
-          .selectFrom(table)
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const count = (table: 'contacts' | 'events' | 'contact_metadata') => countRows(h, table);
 
   it('stores an external_id, finds the contact by it, and refuses a second holder with external_id_exists naming the first', async () => {
     const a = await create({ external_id: 'crm-1' });

@@ -219,3 +219,12 @@ export async function loggingApp(h: Harness): Promise<{ app: FastifyInstance; li
   });
   return { app: checkContract(app), lines };
 }
+
+/** How many rows a table holds (every organisation's): for "nothing was written" checks. */
+export async function countRows(h: Harness, table: 'contacts' | 'events' | 'contact_metadata'): Promise<number> {
+  const row = await h.db.kysely
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -124,31 +124,31 @@ async function writeItem(
   return { index: -1, status: 201, contact: contact! };
 }
 
+/** The contacts of the organisation whose `column` is one of `values`: value → id, 500 values a query. */
+async function idsBy(
+  trx: Kysely<Database>,
+  orgId: string,
+  column: 'email_lower' | 'external_id',
+  values: string[],
+): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  for (let i = 0; i < values.length; i += 500) {
+    const rows = await trx
+      .selectFrom('contacts')
+      .select(['id', `${column} as value`])
+      .where('org_id', '=', orgId)
+      .where(column, 'in', values.slice(i, i + 500))
+      .execute();
+    for (const row of rows) found.set(row.value!, row.id);
+  }
+  return found;
+}
+
 /** Who holds each email (lower-cased) and external id of the batch now: two queries for the whole batch. */
 async function holders(trx: Kysely<Database>, orgId: string, inputs: ContactInput[]) {
   const emails = [...new Set(inputs.map((input) => input.email.toLowerCase()))];
   const externalIds = [...new Set(inputs.flatMap((input) => (input.external_id == null ? [] : [input.external_id])))];
-  const byEmail = new Map<string, string>();
-  const byExternalId = new Map<string, string>();
-  for (let i = 0; i < emails.length; i += 500) {
-    const rows = await trx
-      .selectFrom('contacts')
-      .select(['id', 'email_lower'])
-      .where('org_id', '=', orgId)
-      .where('email_lower', 'in', emails.slice(i, i + 500))
-      .execute();
-    for (const row of rows) byEmail.set(row.email_lower, row.id);
-  }
-  for (let i = 0; i < externalIds.length; i += 500) {
-    const rows = await trx
-      .selectFrom('contacts')
-      .select(['id', 'external_id'])
-      .where('org_id', '=', orgId)
-      .where('external_id', 'in', externalIds.slice(i, i + 500))
-      .execute();
-    for (const row of rows) byExternalId.set(row.external_id!, row.id);
-  }
-  return { byEmail, byExternalId };
+  return { byEmail: await idsBy(trx, orgId, 'email_lower', emails), byExternalId: await idsBy(trx, orgId, 'external_id', externalIds) };
 }
 
 /** The labels of the organisation among those the batch names. */
