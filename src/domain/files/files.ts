@@ -176,7 +176,10 @@ export async function deleteFile(
   // need) must not hold it for the store's own deadline; the purge goes on, and housekeeping
   // retries it if it fails.
   if (purge && purge.after <= ctx.now && !ctx.db.isTransaction) {
-    await Promise.race([purgeNow(ctx.db, deps.blobs, purge.key), new Promise((resolve) => setTimeout(resolve, PURGE_WAIT_MS))]);
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise((resolve) => (timer = setTimeout(resolve, PURGE_WAIT_MS)));
+    await Promise.race([purgeNow(ctx.db, deps.blobs, purge.key), waited]);
+    clearTimeout(timer);
   }
   return { object: 'file', id, deleted: true };
 }
