@@ -122,6 +122,17 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('postgres: with the database unr
       expect(ready.ms).toBeLessThan(READY_BOUND_MS);
       expect(JSON.parse(ready.body)).toEqual({ status: 'database unreachable' });
       expect((await timed(`${env.url}/healthz`)).status).toBe(200);
+      // The dashboard's sign-in too: a 503 page with Retry-After, not a 500.
+      const signIn = await fetch(`${env.url}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ email: org.email, password: org.password }).toString(),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(30_000),
+      });
+      expect(signIn.status).toBe(503);
+      expect(signIn.headers.get('retry-after')).toBe('2');
+      expect(await signIn.text()).toContain('Temporarily unavailable');
     } finally {
       await proxy.restore();
     }

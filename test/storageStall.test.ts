@@ -87,12 +87,12 @@ describe.each(DIALECTS)('%s: with the S3 bucket stalled', (dialect) => {
         expect(res.status, res.body).toBeLessThan(300);
         expect(res.ms).toBeLessThan(QUICK_MS);
       }
-      // The file is deleted at once (its bytes wait for the store); its events are there.
+      // The file is deleted at once, answered within a second (its bytes wait for the store); its events are there.
       expect((await api(`/files/${a}`)).status).toBe(404);
 
       const deleted = await deleting;
       expect(deleted.status, deleted.body).toBe(200);
-      expect(deleted.ms).toBeLessThan(STALLED_MS);
+      expect(deleted.ms).toBeLessThan(QUICK_MS); // it needs no bucket: the purge goes on after the answer
       const upload = await uploading;
       expect(upload.status, upload.body).toBe(503);
       expect(JSON.parse(upload.body)).toMatchObject({ code: 'storage_unavailable' });

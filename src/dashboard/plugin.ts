@@ -6,6 +6,7 @@ import type { Database } from '../db/schema.js';
 import type { FileDeps } from '../domain/files/files.js';
 import { ServiceError, ValidationError } from '../domain/errors.js';
 import { statusOf } from '../http/errorHandler.js';
+import { isConnectionLost, isStatementTimeout } from '../db/database.js';
 import { setPageHeaders } from '../http/pageHeaders.js';
 import { CSS, JS } from './assets.js';
 import { checkCsrf, requireSession, text } from './context.js';
@@ -61,6 +62,12 @@ function errorPage(error: FastifyError | Error, request: FastifyRequest, reply: 
         : status === 408
           ? 'The upload stopped arriving before it was complete, so nothing was imported. Try again.'
           : 'The request could not be read.';
+  } else if (isConnectionLost(error) || isStatementTimeout(error)) {
+    // As the API answers 503 for them: the database is unreachable or overloaded, nothing changed.
+    status = 503;
+    message = 'The database cannot be reached at the moment; nothing was changed. Try again in a few seconds.';
+    reply.header('retry-after', '2');
+    request.log.warn({ err: error }, 'database unavailable');
   } else {
     request.log.error({ err: error }, 'dashboard request failed');
   }
@@ -73,7 +80,9 @@ function errorPage(error: FastifyError | Error, request: FastifyRequest, reply: 
           ? 'Sign in required'
           : status === 408
             ? 'The upload stopped'
-            : 'Something went wrong';
+            : status === 503
+              ? 'Temporarily unavailable'
+              : 'Something went wrong';
   return reply
     .code(status)
     .type('text/html; charset=utf-8')

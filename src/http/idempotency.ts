@@ -163,9 +163,17 @@ export function idempotencyOnSend(db: Kysely<Database>) {
         request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not store the idempotent response');
       }
     } else {
-      await release(db, claimed).catch((error: unknown) =>
-        request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not release the idempotency key'),
-      );
+      // Released at once, so a retry can run now. The connection that fails a request (a
+      // PostgreSQL backend terminated) may fail this too: a second try gets another from the pool.
+      // Unreleased, the claim blocks retries (409 idempotency_conflict) until it lapses.
+      await release(db, claimed)
+        .catch(async () => {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          await release(db, claimed);
+        })
+        .catch((error: unknown) =>
+          request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not release the idempotency key; it lapses with its claim'),
+        );
     }
     return payload;
   };

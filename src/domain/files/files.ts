@@ -14,6 +14,9 @@ import type { FileLinks } from './links.js';
 import { blobKey, claimLapses, usingStorage } from './storage.js';
 import { purgeDueBlobs, purgeNow, queuePurge } from './purges.js';
 
+/** How long a delete's answer waits for its bytes to go (see deleteFile). */
+const PURGE_WAIT_MS = 1000;
+
 export interface FileView {
   object: 'file';
   id: string;
@@ -169,7 +172,15 @@ export async function deleteFile(
     return purge;
   });
   // Inside the caller's transaction (an idempotent request's), the purge waits for housekeeping.
-  if (purge && purge.after <= ctx.now && !ctx.db.isTransaction) await purgeNow(ctx.db, deps.blobs, purge.key);
+  // The answer waits for the purge at most PURGE_WAIT_MS: a stalled bucket (which a delete does not
+  // need) must not hold it for the store's own deadline; the purge goes on, and housekeeping
+  // retries it if it fails.
+  if (purge && purge.after <= ctx.now && !ctx.db.isTransaction) {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise((resolve) => (timer = setTimeout(resolve, PURGE_WAIT_MS)));
+    await Promise.race([purgeNow(ctx.db, deps.blobs, purge.key), waited]);
+    clearTimeout(timer);
+  }
   return { object: 'file', id, deleted: true };
 }
 
