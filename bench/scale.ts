@@ -63,10 +63,18 @@ async function runSetup(dialect: 'sqlite' | 'postgres'): Promise<void> {
     await writer.close();
     console.log(`\n== ${dialect}: ${CONTACTS} contacts seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 
-    for (const plan of await explainLists(dialect, target, orgId, seeded)) {
-      console.log(`\n-- ${plan.name}${plan.flags.length > 0 ? '   <-- ' + plan.flags.join('; ') : ''}\n${plan.sql}`);
+    const plans = await explainLists(dialect, target, orgId, seeded);
+    for (const plan of plans) {
+      const notes = [...plan.failures.map((f) => `FAILS: ${f}`), ...plan.flags];
+      console.log(`\n-- ${plan.name}${notes.length > 0 ? '   <-- ' + notes.join('; ') : ''}\n${plan.sql}`);
       for (const line of plan.plan) console.log(`   ${line}`);
     }
+    // The plans are checked: a case whose required index does not drive it fails the bench.
+    const failed = plans.filter((plan) => plan.failures.length > 0);
+    console.log(
+      `\nplans: ${plans.length} statements, ${failed.length} without their required index${failed.map((p) => `\n  FAILS ${p.name}: ${p.failures.join('; ')}`).join('')}`,
+    );
+    if (failed.length > 0) process.exitCode = 1;
 
     if (PLANS_ONLY) return;
     const proc = await startServerProcess(env, { built: true });

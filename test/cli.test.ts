@@ -51,6 +51,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '011_source_types',
       '012_contact_sync',
       '013_contact_search',
+      '014_search_prefixes',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -50,6 +50,14 @@ describe.each(DIALECTS)('contact search on %s', (dialect) => {
     expect(await search('a')).toEqual(['Ada', 'Alan', 'Zoë']); // ada, alan/analytical, ångström
     expect(await search('ada turing')).toEqual([]);
     expect(await search('uring')).toEqual([]); // a prefix of a word, not any part of it
+    // The index holds words' first six characters; a longer word is checked whole on the row.
+    expect(await search('lovela')).toEqual(['Ada']);
+    expect(await search('lovelac')).toEqual(['Ada']);
+    expect(await search('lovelace')).toEqual(['Ada']);
+    expect(await search('lovelacex')).toEqual([]);
+    expect(await search('lovelady')).toEqual([]);
+    expect(await search('analytical ada')).toEqual(['Ada']);
+    expect(await search('analytics')).toEqual([]);
     // Quotes, operators and wildcards are words' separators, never query syntax.
     expect(await search('"ada" OR *')).toEqual([]);
     expect(await search('ada*')).toEqual(['Ada']);
@@ -94,7 +102,7 @@ describe.each(DIALECTS)('contact search on %s', (dialect) => {
       const res = await h.call(k, 'POST', '/api/v1/contacts/batch', { mode: 'create', contacts });
       expect(res.statusCode, res.body).toBe(200);
     }
-    // 5,200 matches: more than the few that are read and sorted (5,000), walked in list order instead.
+    // 5,200 matches: more than the few that are read and sorted (1,000), walked in list order instead.
     let seen = 0;
     let cursor: string | null = null;
     let previous = '';
@@ -110,6 +118,14 @@ describe.each(DIALECTS)('contact search on %s', (dialect) => {
     } while (cursor);
     expect(seen).toBe(5200);
     expect(await search('common 4321', '', k)).toEqual(['Common']);
+    // Words longer than the index's six characters, while walking in order and among few matches.
+    expect(await search('common example 4321', '', k)).toEqual(['Common']);
+    expect(await search('common examplx', '', k)).toEqual([]);
+    expect(await search('common examples', '', k)).toEqual([]);
+    expect(await search('person 4321 example', '', k)).toEqual(['Common']);
+    // The crowd's matches are its own: the first organisation finds none of them.
+    expect(await search('common')).toEqual([]);
+    expect(await search('crowd example')).toEqual([]);
     expect((await h.call(k, 'GET', '/api/v1/contacts?q=common&sort=-created_at&limit=1')).json().data[0].last_name).toBe('Person 5199');
   });
 

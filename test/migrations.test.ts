@@ -157,7 +157,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect(JSON.parse(events[1]!.data).object.notes).toBe(tricky);
   });
 
-  it('undoes 006 to 013 and applies them again', async () => {
+  it('undoes 006 to 014 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);
     await migrateTo(db, '005_list_indexes');
@@ -170,6 +170,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '011_source_types',
       '012_contact_sync',
       '013_contact_search',
+      '014_search_prefixes',
     ]);
   });
 });

@@ -28,6 +28,7 @@ import * as settings from './migrations/010_settings.js';
 import * as sourceTypes from './migrations/011_source_types.js';
 import * as contactSync from './migrations/012_contact_sync.js';
 import * as contactSearch from './migrations/013_contact_search.js';
+import * as searchPrefixes from './migrations/014_search_prefixes.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -250,6 +251,7 @@ const migrations: Record<string, Migration> = {
   '011_source_types': sourceTypes,
   '012_contact_sync': contactSync,
   '013_contact_search': contactSearch,
+  '014_search_prefixes': searchPrefixes,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };
