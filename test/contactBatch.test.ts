@@ -96,6 +96,64 @@ describe.each(DIALECTS)('contact batches on %s', (dialect) => {
     expect(await rows('events')).toBe(events + 2); // one updated, one created, none for the unchanged
   });
 
+  it('updates many matches together: labels replaced, metadata merged, words reindexed, one event each as PATCH would', async () => {
+    const red = (await h.call(key, 'POST', '/api/v1/contacts/labels', { name: `Red ${seq}` })).json();
+    const blue = (await h.call(key, 'POST', '/api/v1/contacts/labels', { name: `Blue ${seq}` })).json();
+    const wide = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v']));
+    const made: { id: string; email: string; updated_at: string }[] = [];
+    for (let i = 0; i < 6; i++) {
+      const body = { first_name: `Many${i}`, email: email(), label_ids: [red.id], metadata: i === 5 ? wide : { keep: 'yes', drop: 'me' } };
+      made.push((await h.call(key, 'POST', '/api/v1/contacts', body)).json());
+    }
+    const events = await rows('events');
+    const res = await batch({
+      mode: 'upsert',
+      contacts: [
+        { first_name: 'Manyrenamed', email: made[0]!.email, label_ids: [blue.id, red.id], metadata: { drop: null, added: 'x' } },
+        { first_name: 'Many1', email: made[1]!.email, label_ids: [] },
+        { first_name: 'Many2', email: made[2]!.email, label_ids: [red.id], metadata: { keep: 'yes' } }, // no change
+        { first_name: 'Many3', email: made[3]!.email, phone: '+1 555 0100' },
+        { first_name: 'Many5', email: made[5]!.email, metadata: { one_more: 'v' } }, // 51 keys
+        { first_name: 'Many4', email: made[4]!.email, metadata: null },
+      ],
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const data = res.json().data as (Item & { contact?: { labels: { id: string }[]; first_name: string; phone: string | null } })[];
+    expect(data.map((d) => d.status)).toEqual([200, 200, 200, 200, 400, 200]);
+    expect(data[4]!.error!.errors!.map((e) => e.field)).toEqual(['contacts[4].metadata']);
+    // Each answer is the contact as a GET now shows it.
+    for (const i of [0, 1, 2, 3, 5]) {
+      const got = (await h.call(key, 'GET', `/api/v1/contacts/${data[i]!.contact!.id}`)).json();
+      expect(data[i]!.contact, `item ${i}`).toEqual(got);
+    }
+    expect(data[0]!.contact).toMatchObject({ first_name: 'Manyrenamed', metadata: { keep: 'yes', added: 'x' } });
+    expect(data[0]!.contact!.labels.map((l) => l.id).sort()).toEqual([red.id, blue.id].sort());
+    expect(data[1]!.contact!.labels).toEqual([]);
+    expect(data[2]!.contact!.updated_at).toBe(made[2]!.updated_at);
+    expect(data[3]!.contact!.phone).toBe('+1 555 0100');
+    expect(data[5]!.contact!.metadata).toEqual({});
+    // The item refused changed nothing.
+    const refused = (await h.call(key, 'GET', `/api/v1/contacts/${made[5]!.id}`)).json();
+    expect(Object.keys(refused.metadata)).toHaveLength(50);
+    expect(refused.updated_at).toBe(made[5]!.updated_at);
+    // One contact.updated each for the four that changed, with what changed before.
+    expect(await rows('events')).toBe(events + 4);
+    const listed = (await h.call(key, 'GET', '/api/v1/events?type=contact.updated&limit=4')).json().data as {
+      data: { object: { id: string }; previous_attributes: Record<string, unknown> };
+    }[];
+    const previous = new Map(listed.map((e) => [e.data.object.id, e.data.previous_attributes]));
+    expect(previous.get(made[0]!.id)).toMatchObject({ first_name: 'Many0', metadata: { keep: 'yes', drop: 'me' } });
+    expect(previous.get(made[3]!.id)).toEqual({ phone: null });
+    // The indexes followed: words, labels and metadata pairs.
+    const search = (q: string) => h.call(key, 'GET', `/api/v1/contacts?${q}`).then((r) => r.json().data.map((c: { id: string }) => c.id));
+    expect(await search('q=manyrenamed')).toEqual([made[0]!.id]);
+    expect(await search('q=many0')).toEqual([]);
+    expect(await search(`label_id=${blue.id}`)).toEqual([made[0]!.id]);
+    expect(await search('metadata[added]=x')).toEqual([made[0]!.id]);
+    expect((await search('metadata[drop]=me')).sort()).toEqual([made[1]!.id, made[2]!.id, made[3]!.id].sort());
+    expect((await search('metadata[keep]=yes')).sort()).toEqual([made[0]!.id, made[1]!.id, made[2]!.id, made[3]!.id].sort());
+  });
+
   it('upserts on external_id, which every item must then carry', async () => {
     const made = (await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'X', email: email(), external_id: `crm-${seq}` })).json();
     const other = (await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'Y', email: email() })).json();

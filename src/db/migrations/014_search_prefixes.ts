@@ -31,7 +31,8 @@ export async function up(db: Kysely<any>): Promise<void> {
       insert into contacts_fts(rowid, terms) values (new.rowid, ${terms('new')}); end`.execute(db);
     await sql`create trigger contacts_fts_delete after delete on contacts begin
       delete from contacts_fts where rowid = old.rowid; end`.execute(db);
-    await sql`create trigger contacts_fts_update after update of search_text on contacts begin
+    // Only when the words change: a patch of other fields leaves the index alone.
+    await sql`create trigger contacts_fts_update after update of search_text on contacts when old.search_text is not new.search_text begin
       delete from contacts_fts where rowid = old.rowid;
       insert into contacts_fts(rowid, terms) values (new.rowid, ${terms('new')}); end`.execute(db);
     await sql`insert into contacts_fts(rowid, terms) select rowid, search_text || ' o' || lower(hex(org_id)) from contacts`.execute(db);

@@ -18,6 +18,7 @@ import {
   type ContactInput,
 } from './contacts.js';
 import type { ContactView } from './view.js';
+import { patchContacts } from './patch.js';
 
 /**
  * POST /contacts/batch: up to 100 contacts created, or upserted (matched on email or external_id:
@@ -255,15 +256,42 @@ export async function batchContacts(ctx: Ctx, items: BatchItem[], options: Batch
           await one(index, () => writeItem(trx, ctx, input, options).then((o) => ({ ...o, index })), input);
       }
     }
-    for (const [index, input, id] of updates) {
-      await one(
-        index,
-        async () => {
-          const { contact } = await patchInTransaction(trx, inTrx, id, input);
-          return { index, status: 200, contact };
-        },
-        input,
-      );
+    // The matched contacts patched together (a few statements for the whole batch); if that meets
+    // a race, each one again on its own, to tell which.
+    if (updates.length > 0) {
+      await sql`savepoint batch_updates`.execute(trx);
+      let patched: Awaited<ReturnType<typeof patchContacts>> | null = null;
+      try {
+        patched = await patchContacts(
+          trx,
+          inTrx,
+          updates.map(([, input, id]) => ({ id, patch: input })),
+        );
+        await sql`release savepoint batch_updates`.execute(trx);
+      } catch (error) {
+        await sql`rollback to savepoint batch_updates`.execute(trx);
+        await sql`release savepoint batch_updates`.execute(trx);
+        if (!isUniqueViolation(error)) throw error;
+      }
+      if (patched) {
+        // Item order: an atomic batch fails on its first failing item.
+        updates.forEach(([index], i) => {
+          const result = patched[i]!;
+          if ('error' in result) fail(index, result.error);
+          else outcomes[index] = { index, status: 200, contact: result.contact };
+        });
+      } else {
+        for (const [index, input, id] of updates) {
+          await one(
+            index,
+            async () => {
+              const { contact } = await patchInTransaction(trx, inTrx, id, input);
+              return { index, status: 200, contact };
+            },
+            input,
+          );
+        }
+      }
     }
   });
   return outcomes;

@@ -9,7 +9,8 @@ import { ConflictError, NotFoundError, ValidationError, type FieldError } from '
 import { newId, nowIso } from '../ids.js';
 import { requireScope } from '../scopes.js';
 import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
-import { mergeMetadata, metadataCountError, metadataFieldErrors, type Metadata, type MetadataInput } from '../metadata.js';
+import { mergeMetadata, metadataFieldErrors, type Metadata, type MetadataInput } from '../metadata.js';
+import { contactChange } from './patch.js';
 import { getContact } from './read.js';
 import { searchText } from './searchText.js';
 import { toContactView, toContactViews, type ContactView } from './view.js';
@@ -327,9 +328,9 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
 }
 
 /**
- * Applies a checked patch (email normalised) to a contact in `trx`: only what differs is written,
- * so an update that changes nothing (a sync sending a contact as it is) leaves updated_at alone
- * and records no event, and `updated_after=` stays quiet. A unique violation is left to the caller.
+ * Applies a checked patch (email normalised) to a contact in `trx`: only what differs is written
+ * (see contactChange), with a `contact.updated` event when anything did. A unique violation is
+ * left to the caller.
  */
 export async function patchInTransaction(
   trx: Kysely<Database>,
@@ -337,41 +338,16 @@ export async function patchInTransaction(
   id: string,
   patch: ContactPatch,
 ): Promise<{ contact: ContactView; changed: boolean }> {
-  const at = nowIso(ctx.now);
-  const { label_ids: labelIds, metadata, ...fields } = patch;
-  const columns: Partial<Record<keyof ContactView, string | null>> = {
-    ...fields,
-    ...(fields.first_name !== undefined ? { first_name: fields.first_name.trim() } : {}),
-    ...(fields.last_name !== undefined ? { last_name: fields.last_name.trim() } : {}),
-  };
   const inTrx = { ...ctx, db: trx };
   if (!(await lockRow(trx, 'contacts', ctx.orgId, id))) throw new NotFoundError(`No contact ${id}.`);
   const before = await getContact(inTrx, id);
-  const merged = mergeMetadata(before.metadata, metadata);
-  const tooMany = metadataCountError('metadata', merged);
-  if (tooMany) throw new ValidationError([tooMany]);
-  const labels = labelIds === undefined ? undefined : await checkLabelIds(trx, ctx.orgId, labelIds);
-  const changed = Object.fromEntries(Object.entries(columns).filter(([column, value]) => before[column as keyof ContactView] !== value));
-  const metadataChanged = metadata !== undefined && JSON.stringify(merged) !== JSON.stringify(before.metadata);
-  const labelsChanged =
-    labels !== undefined && (labels.length !== before.labels.length || before.labels.some((label) => !labels.includes(label.id)));
-  if (Object.keys(changed).length === 0 && !metadataChanged && !labelsChanged) return { contact: before, changed: false };
-  await trx
-    .updateTable('contacts')
-    .set({
-      ...changed,
-      ...(typeof changed.email === 'string' ? { email_lower: changed.email.toLowerCase() } : {}),
-      ...(['first_name', 'last_name', 'email', 'phone'].some((column) => column in changed)
-        ? { search_text: searchText({ ...before, ...changed } as ContactView) }
-        : {}),
-      ...(metadataChanged ? { metadata: JSON.stringify(merged) } : {}),
-      updated_at: at,
-    })
-    .where('org_id', '=', ctx.orgId)
-    .where('id', '=', id)
-    .execute();
-  if (labelsChanged) await replaceLabels(trx, ctx.orgId, before, labels, at);
-  if (metadataChanged) await replaceMetadata(trx, ctx.orgId, before, merged);
+  const labelIds = patch.label_ids === undefined ? undefined : await checkLabelIds(trx, ctx.orgId, patch.label_ids);
+  const change = contactChange(before, { ...patch, label_ids: labelIds }, nowIso(ctx.now));
+  if (change instanceof ValidationError) throw change;
+  if (Object.keys(change.columns).length === 0) return { contact: before, changed: false };
+  await trx.updateTable('contacts').set(change.columns).where('org_id', '=', ctx.orgId).where('id', '=', id).execute();
+  if (change.labelIds) await replaceLabels(trx, ctx.orgId, before, change.labelIds, change.columns.updated_at!);
+  if (change.metadata) await replaceMetadata(trx, ctx.orgId, before, change.metadata);
   return { contact: await updated(trx, ctx, before, await getContact(inTrx, id)), changed: true };
 }
 

@@ -1,0 +1,162 @@
+import { PostgresAdapter, sql, type Insertable, type Kysely } from 'kysely';
+import { PreparedQuery } from '../../db/preparedQuery.js';
+import type { Database } from '../../db/schema.js';
+import type { Ctx } from '../context.js';
+import { NotFoundError, ValidationError, type ServiceError } from '../errors.js';
+import { previousAttributes, recordEvents } from '../events/record.js';
+import { nowIso } from '../ids.js';
+import { mergeMetadata, metadataCountError, type Metadata } from '../metadata.js';
+import type { ContactPatch } from './contacts.js';
+import { searchText } from './searchText.js';
+import { CONTACT_COLUMNS, toContactViews, type ContactView } from './view.js';
+
+/**
+ * What a checked patch (email normalised, label ids known) would change in a contact: only what
+ * differs is written, so an update that changes nothing (a sync sending a contact as it is) leaves
+ * updated_at alone and records no event, and `updated_after=` stays quiet.
+ */
+export interface ContactChange {
+  /** The contacts columns to set, updated_at included; empty when nothing changes. */
+  columns: Record<string, string | null>;
+  /** The metadata after the patch, when it changes. */
+  metadata?: Metadata;
+  /** The label ids after the patch, when they change. */
+  labelIds?: string[];
+}
+
+export function contactChange(before: ContactView, patch: ContactPatch, at: string): ContactChange | ValidationError {
+  const { label_ids: givenLabels, metadata: givenMetadata, ...fields } = patch;
+  const wanted: Record<string, string | null | undefined> = {
+    ...fields,
+    ...(fields.first_name !== undefined ? { first_name: fields.first_name.trim() } : {}),
+    ...(fields.last_name !== undefined ? { last_name: fields.last_name.trim() } : {}),
+  };
+  const merged = mergeMetadata(before.metadata, givenMetadata);
+  const tooMany = metadataCountError('metadata', merged);
+  if (tooMany) return new ValidationError([tooMany]);
+  const changed: Record<string, string | null> = {};
+  for (const [column, value] of Object.entries(wanted)) {
+    if (value !== undefined && before[column as keyof ContactView] !== value) changed[column] = value;
+  }
+  const metadataChanged = givenMetadata !== undefined && JSON.stringify(merged) !== JSON.stringify(before.metadata);
+  const labelIds = givenLabels === undefined ? undefined : [...new Set(givenLabels)];
+  const labelsChanged =
+    labelIds !== undefined && (labelIds.length !== before.labels.length || before.labels.some((label) => !labelIds.includes(label.id)));
+  if (Object.keys(changed).length === 0 && !metadataChanged && !labelsChanged) return { columns: {} };
+  const columns: Record<string, string | null> = { ...changed };
+  if (typeof changed.email === 'string') columns.email_lower = changed.email.toLowerCase();
+  if (['first_name', 'last_name', 'email', 'phone'].some((column) => column in changed)) {
+    columns.search_text = searchText({ ...before, ...changed } as ContactView);
+  }
+  if (metadataChanged) columns.metadata = JSON.stringify(merged);
+  columns.updated_at = at;
+  return { columns, ...(metadataChanged ? { metadata: merged } : {}), ...(labelsChanged ? { labelIds } : {}) };
+}
+
+// Values: 0 org, 1 id, then the columns' values in the shape's order (their names, comma-separated).
+const updateColumns = new PreparedQuery<never, string>((db, slot, shape) =>
+  db
+    .updateTable('contacts')
+    .set(Object.fromEntries(shape.split(',').map((column, i) => [column, slot(i + 2)])))
+    .where('org_id', '=', slot<string>(0))
+    .where('id', '=', slot<string>(1)),
+);
+
+/** Values: 0 org, then `shape` contact ids. */
+const contactsByIds = new PreparedQuery((db, slot, count: number) =>
+  db
+    .selectFrom('contacts')
+    .select(CONTACT_COLUMNS)
+    .where('contacts.org_id', '=', slot<string>(0))
+    .where(
+      'contacts.id',
+      'in',
+      Array.from({ length: count }, (_, i) => slot<string>(i + 1)),
+    ),
+);
+
+/**
+ * The contacts with these ids (at most 100), by id; with `lock`, PostgreSQL locks their rows for
+ * the transaction first (SQLite's transaction holds the write lock already).
+ */
+export async function contactsByIdIn(trx: Kysely<Database>, orgId: string, ids: string[], lock = false): Promise<Map<string, ContactView>> {
+  if (ids.length === 0) return new Map();
+  if (lock && trx.getExecutor().adapter instanceof PostgresAdapter) {
+    // In id order: two batches locking the same contacts never wait for each other in a circle.
+    await sql`select id from contacts where org_id = ${orgId} and id in (${sql.join([...ids].sort())}) order by id for update`.execute(trx);
+  }
+  const rows = await contactsByIds.execute(trx, [orgId, ...ids], ids.length);
+  return new Map((await toContactViews(trx, orgId, rows)).map((view) => [view.id, view]));
+}
+
+/**
+ * Patches many contacts in `trx` with few statements: one read of them all, one UPDATE each that
+ * changes (of only its changed columns), the label links and metadata pairs of all of them replaced
+ * together, one read of them all again, their `contact.updated` events in one insert. Each
+ * patch is checked, its label ids known to exist. Returns, in patch order, the contact as it now
+ * is and whether it changed, or the error of that patch alone (not found, too many metadata keys).
+ * A unique violation (an email taken meanwhile) is left to the caller.
+ */
+export async function patchContacts(
+  trx: Kysely<Database>,
+  ctx: Ctx,
+  patches: { id: string; patch: ContactPatch }[],
+): Promise<({ contact: ContactView; changed: boolean } | { error: ServiceError })[]> {
+  const at = nowIso(ctx.now);
+  const ids = patches.map((p) => p.id);
+  if (new Set(ids).size !== ids.length) throw new Error('patchContacts: a contact twice');
+  const before = await contactsByIdIn(trx, ctx.orgId, ids, true);
+  const changes = patches.map(({ id, patch }) => {
+    const contact = before.get(id);
+    return contact ? contactChange(contact, patch, at) : new NotFoundError(`No contact ${id}.`);
+  });
+  const changedIds: string[] = [];
+  const links: Insertable<Database['contact_labels']>[] = [];
+  const pairs: Insertable<Database['contact_metadata']>[] = [];
+  const relinked: string[] = [];
+  const repaired: string[] = [];
+  for (const [i, change] of changes.entries()) {
+    if (change instanceof Error || Object.keys(change.columns).length === 0) continue;
+    const contact = before.get(patches[i]!.id)!;
+    changedIds.push(contact.id);
+    const names = Object.keys(change.columns);
+    await updateColumns.run(trx, [ctx.orgId, contact.id, ...Object.values(change.columns)], names.join(','));
+    if (change.labelIds) {
+      relinked.push(contact.id);
+      for (const label_id of change.labelIds)
+        links.push({ org_id: ctx.orgId, contact_id: contact.id, label_id, created_at: at, contact_created_at: contact.created_at });
+    }
+    if (change.metadata) {
+      repaired.push(contact.id);
+      for (const [key, value] of Object.entries(change.metadata))
+        pairs.push({ org_id: ctx.orgId, contact_id: contact.id, key, value, contact_created_at: contact.created_at });
+    }
+  }
+  if (relinked.length > 0) await trx.deleteFrom('contact_labels').where('contact_id', 'in', relinked).execute();
+  for (let i = 0; i < links.length; i += 500)
+    await trx
+      .insertInto('contact_labels')
+      .values(links.slice(i, i + 500))
+      .execute();
+  if (repaired.length > 0) await trx.deleteFrom('contact_metadata').where('contact_id', 'in', repaired).execute();
+  for (let i = 0; i < pairs.length; i += 500)
+    await trx
+      .insertInto('contact_metadata')
+      .values(pairs.slice(i, i + 500))
+      .execute();
+  // As the database now holds them (labels in its order), for the answer and the events.
+  const after = await contactsByIdIn(trx, ctx.orgId, changedIds);
+  const events = changedIds.map((id) => ({ object: after.get(id)!, previousAttributes: previousAttributes(before.get(id)!, after.get(id)!) }));
+  await recordEvents(
+    trx,
+    ctx,
+    'contact.updated',
+    events.filter((event) => Object.keys(event.previousAttributes).length > 0),
+  );
+  return patches.map(({ id }, i) => {
+    const change = changes[i]!;
+    if (change instanceof Error) return { error: change };
+    const changed = Object.keys(change.columns).length > 0;
+    return { contact: changed ? after.get(id)! : before.get(id)!, changed };
+  });
+}
