@@ -146,7 +146,10 @@ export async function patchContacts(
       .execute();
   // As the database now holds them (labels in its order), for the answer and the events.
   const after = await contactsByIdIn(trx, ctx.orgId, changedIds);
-  const events = changedIds.map((id) => ({ object: after.get(id)!, previousAttributes: previousAttributes(before.get(id)!, after.get(id)!) }));
+  const events = changedIds.map((id) => ({
+    object: after.get(id)!,
+    previousAttributes: previousAttributes(before.get(id)!, after.get(id)!),
+  }));
   await recordEvents(
     trx,
     ctx,
