@@ -7,6 +7,7 @@
  *
  *   npm run bench:profile                       (list-25, get-by-id and create, one after another)
  *   BENCH_PROFILE_TARGETS=create BENCH_PROFILE_DIALECT=postgres npm run bench:profile
+ *   BENCH_PROFILE_TARGETS=batch-upsert BENCH_CONNECTIONS=2 npm run bench:profile   (100 changed contacts a request)
  *
  * The raw profile is kept in bench/.profile-tmp-<target>.cpuprofile (git-ignored): open it in
  * Chrome's DevTools for the full call tree.
@@ -112,23 +113,42 @@ async function main(): Promise<void> {
               url: env.url,
               requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/v1/contacts/${ids[n++ % ids.length]}`, headers }) }],
             }
-          : {
-              url: env.url,
-              requests: [
-                {
-                  method: 'POST',
-                  path: '/api/v1/contacts',
-                  setupRequest: (r) => {
-                    const i = n++;
-                    return {
-                      ...r,
-                      headers: { ...headers, 'idempotency-key': `prof-${run}-${i}` },
-                      body: JSON.stringify({ first_name: 'Prof', last_name: `N${i}`, email: `prof-${run}-${i}@example.com` }),
-                    };
+          : target === 'batch-upsert'
+            ? {
+                // Each request upserts 100 of the 200 contacts on email, every one changed (its last name).
+                url: env.url,
+                requests: [
+                  {
+                    method: 'POST',
+                    path: '/api/v1/contacts/batch',
+                    setupRequest: (r) => {
+                      const i = n++;
+                      const contacts = Array.from({ length: 100 }, (_, j) => {
+                        const c = (i % 2) * 100 + j;
+                        return { first_name: `P${c}`, last_name: `N${i}`, email: `p${c}@example.com`, metadata: { wave: `w${i}` } };
+                      });
+                      return { ...r, headers, body: JSON.stringify({ mode: 'upsert', contacts }) };
+                    },
                   },
-                },
-              ],
-            };
+                ],
+              }
+            : {
+                url: env.url,
+                requests: [
+                  {
+                    method: 'POST',
+                    path: '/api/v1/contacts',
+                    setupRequest: (r) => {
+                      const i = n++;
+                      return {
+                        ...r,
+                        headers: { ...headers, 'idempotency-key': `prof-${run}-${i}` },
+                        body: JSON.stringify({ first_name: 'Prof', last_name: `N${i}`, email: `prof-${run}-${i}@example.com` }),
+                      };
+                    },
+                  },
+                ],
+              };
     await autocannon({ connections: CONNECTIONS, duration: 3, ...options });
     proc.child.kill('SIGWINCH');
     const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });

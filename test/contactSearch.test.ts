@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 // Issue 18, item 5 (search): `q=` on GET /contacts, over the full-text index of each database.
@@ -88,6 +89,26 @@ describe.each(DIALECTS)('contact search on %s', (dialect) => {
     expect(second.json().data.map((c: { first_name: string }) => c.first_name)).toEqual(['Alan']);
     const other = await h.call(key, 'GET', `/api/v1/contacts?q=al&limit=1&cursor=${first.next_cursor}`);
     expect(other.json().code).toBe('invalid_cursor');
+
+    if (dialect === 'sqlite') {
+      // The contentless index forgot each changed or deleted row's old terms exactly: it is sound,
+      // and holds the organisation's term once per contact.
+      await sql`insert into contacts_fts(contacts_fts) values ('integrity-check')`.execute(h.db.kysely);
+      const term = `"o${Buffer.from(org.orgId, 'utf8').toString('hex')}"`;
+      const { rows } = await sql<{ n: number }>`select count(*) as n from contacts_fts where contacts_fts match ${term}`.execute(
+        h.db.kysely,
+      );
+      const contacts = await h.db.kysely
+        .selectFrom('contacts')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('org_id', '=', org.orgId)
+        .executeTakeFirstOrThrow();
+      expect(Number(rows[0]!.n)).toBe(Number(contacts.n));
+      const { rows: stale } = await sql<{ n: number }>`select count(*) as n from contacts_fts where contacts_fts match 'hopper'`.execute(
+        h.db.kysely,
+      );
+      expect(Number(stale[0]!.n)).toBe(0);
+    }
   });
 
   it('finds the same with a word in thousands of contacts (walked in order) as in a few (matches sorted)', async () => {

@@ -197,18 +197,29 @@ export interface DirectSqlite {
 const direct = new WeakMap<Kysely<Database>, DirectSqlite>();
 
 /**
- * The SQLite connection of `db` when a read may run on it directly, synchronously: `db` is the
- * database itself (not a transaction: a query of a transaction must run in it, through Kysely)
- * and no transaction is open on the connection. Kysely's driver has one connection, which a
- * transaction holds from BEGIN to COMMIT while other queries wait for it; a read sent directly
- * in that window would see the transaction's uncommitted rows, so then the answer is undefined
- * and the read goes through Kysely (and waits) like any other. Outside a transaction, every
- * statement on the connection runs to its end synchronously, so a direct read sees exactly what
- * a read through Kysely would, without its promises, connection lock and per-query allocations.
+ * The SQLite connection of `db` when a statement may run on it directly, synchronously, without
+ * Kysely's promises, connection lock and per-query allocations:
+ * - `db` is the database itself and no transaction is open on the connection. Kysely's driver has
+ *   one connection, which a transaction holds from BEGIN to COMMIT while other queries wait for
+ *   it; a read sent directly in that window would see the transaction's uncommitted rows, so then
+ *   the answer is undefined and the read goes through Kysely (and waits) like any other.
+ * - or `db` is the transaction that holds the connection now (see adoptConnection): its
+ *   statements belong on it, and run there in the order the transaction sends them.
  */
 export function directSqlite(db: Kysely<Database>): DirectSqlite | undefined {
   const found = direct.get(db);
-  return found && !found.sqlite.inTransaction ? found : undefined;
+  if (!found) return undefined;
+  return found.sqlite.inTransaction === db.isTransaction ? found : undefined;
+}
+
+/**
+ * Lets the statements of `trx`, a transaction of `db` open now, run directly on the connection
+ * (see directSqlite): a batch of a hundred contacts sends some hundreds of them. Called when the
+ * transaction begins; it is forgotten with the transaction object.
+ */
+export function adoptConnection(trx: Kysely<Database>, db: Kysely<Database>): void {
+  const found = direct.get(db);
+  if (found && trx.isTransaction) direct.set(trx, found);
 }
 
 /** The SQLite connection behind a database opened here, transaction or not (undefined on PostgreSQL). */

@@ -1,5 +1,6 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import { adoptConnection } from './database.js';
 
 /**
  * Runs `work` in a transaction: a new one, or the caller's when `db` already is one. The API's
@@ -8,7 +9,11 @@ import type { Database } from './schema.js';
  * (Kysely cannot nest transactions).
  */
 export function inTransaction<T>(db: Kysely<Database>, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
-  return db.isTransaction ? work(db) : db.transaction().execute(work);
+  if (db.isTransaction) return work(db);
+  return db.transaction().execute((trx) => {
+    adoptConnection(trx, db);
+    return work(trx);
+  });
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import { adoptConnection } from '../db/database.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../domain/errors.js';
 import { claim, complete, release, type Claim } from '../infra/idempotency/store.js';
 
@@ -121,6 +122,7 @@ export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMe
     if (!claimed) return handler.call(this, request, reply);
     try {
       const body = await db.transaction().execute(async (trx) => {
+        adoptConnection(trx, db);
         request.trx = trx;
         const result: unknown = await handler.call(this, request, reply);
         if (result === reply || reply.sent) throw new Error(`${request.routeOptions.url}: a keyed POST handler must return its result`);

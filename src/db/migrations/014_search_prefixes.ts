@@ -23,17 +23,20 @@ export async function up(db: Kysely<any>): Promise<void> {
       await sql`drop trigger ${sql.raw(name)}`.execute(db);
     await sql`drop table contacts_fts`.execute(db);
     const prefixes = Array.from({ length: PREFIX }, (_, i) => i + 1).join(' ');
-    await sql`create virtual table contacts_fts using fts5(terms, content='', contentless_delete=1, detail=none,
+    await sql`create virtual table contacts_fts using fts5(terms, content='', columnsize=0, detail=none,
       prefix=${sql.lit(prefixes)}, tokenize='unicode61 remove_diacritics 2')`.execute(db);
     // The organisation's term: 'o' and its id in hexadecimal (ids are case-sensitive; FTS5 folds case).
     const terms = (row: 'new' | 'old') => sql.raw(`${row}.search_text || ' o' || lower(hex(${row}.org_id))`);
     await sql`create trigger contacts_fts_insert after insert on contacts begin
       insert into contacts_fts(rowid, terms) values (new.rowid, ${terms('new')}); end`.execute(db);
+    // A contentless table forgets a row by being told its terms again ('delete'): the old row's,
+    // exactly as inserted. (contentless_delete=1 needs no terms, but made every update 5 times
+    // slower: 162 µs against 34 µs, measured on 20,000 rows.)
     await sql`create trigger contacts_fts_delete after delete on contacts begin
-      delete from contacts_fts where rowid = old.rowid; end`.execute(db);
+      insert into contacts_fts(contacts_fts, rowid, terms) values ('delete', old.rowid, ${terms('old')}); end`.execute(db);
     // Only when the words change: a patch of other fields leaves the index alone.
     await sql`create trigger contacts_fts_update after update of search_text on contacts when old.search_text is not new.search_text begin
-      delete from contacts_fts where rowid = old.rowid;
+      insert into contacts_fts(contacts_fts, rowid, terms) values ('delete', old.rowid, ${terms('old')});
       insert into contacts_fts(rowid, terms) values (new.rowid, ${terms('new')}); end`.execute(db);
     await sql`insert into contacts_fts(rowid, terms) select rowid, search_text || ' o' || lower(hex(org_id)) from contacts`.execute(db);
     return;

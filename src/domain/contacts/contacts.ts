@@ -1,19 +1,24 @@
 import { PreparedQuery } from '../../db/preparedQuery.js';
+import { insertRows } from '../../db/insertRows.js';
 import { inTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent, recordEvents } from '../events/record.js';
-import type { Insertable, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../../db/database.js';
-import type { ContactsTable, Database } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
 import { requireScope } from '../scopes.js';
 import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
-import { mergeMetadata, metadataFieldErrors, type Metadata, type MetadataInput } from '../metadata.js';
+import { mergeMetadata, metadataFieldErrors, type Metadata } from '../metadata.js';
 import { contactChange } from './patch.js';
+import { CONTACT_INSERT_COLUMNS, LINK_COLUMNS, PAIR_COLUMNS, type ContactInput, type ContactPatch } from './input.js';
+
 import { getContact } from './read.js';
 import { searchText } from './searchText.js';
 import { toContactView, toContactViews, type ContactView } from './view.js';
+
+export { CONTACT_INSERT_COLUMNS, type ContactInput, type ContactPatch };
 
 /**
  * How a contact came to be: `manual` from the dashboard's form, `api` from POST /contacts,
@@ -23,22 +28,7 @@ export const SOURCE_TYPES = ['manual', 'api', 'csv_import'] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
 export const MAX_LABELS_PER_REQUEST = 100;
 
-export interface ContactInput {
-  first_name: string;
-  last_name?: string;
-  email: string;
-  phone?: string | null;
-  address?: string | null;
-  notes?: string | null;
-  label_ids?: string[];
-  /** The integrator's own id: 1–255 characters of one-line text, unique in the organisation; null for none. */
-  external_id?: string | null;
-  metadata?: MetadataInput;
-}
-
 export const EXTERNAL_ID_MAX = 255;
-
-export type ContactPatch = Partial<ContactInput>;
 
 /** Every problem with the fields given, so a client (or an import row) can fix them in one go. */
 export function contactFieldErrors(input: ContactPatch): FieldError[] {
@@ -177,33 +167,6 @@ async function replaceLabels(db: Kysely<Database>, orgId: string, contact: Conta
   }
 }
 
-const INSERT_CHUNK = 500;
-
-export const CONTACT_INSERT_COLUMNS = [
-  'id',
-  'org_id',
-  'first_name',
-  'last_name',
-  'email',
-  'email_lower',
-  'phone',
-  'address',
-  'notes',
-  'source_type',
-  'external_id',
-  'metadata',
-  'search_text',
-  'created_at',
-  'updated_at',
-] as const;
-
-/** One contact's insert (an API create), compiled once; values in CONTACT_INSERT_COLUMNS order. */
-const insertOneContact = new PreparedQuery((db, slot) =>
-  db
-    .insertInto('contacts')
-    .values(Object.fromEntries(CONTACT_INSERT_COLUMNS.map((column, i) => [column, slot(i)])) as Insertable<ContactsTable>),
-);
-
 /**
  * Writes new contacts with `trx`, a transaction the caller holds: createContact writes one in its
  * own, an import writes every valid row in one, in a few statements. Every input is checked first;
@@ -256,28 +219,10 @@ export async function insertContacts(
       contact_created_at: row.created_at,
     })),
   );
-  if (rows.length === 1)
-    await insertOneContact.run(
-      trx,
-      CONTACT_INSERT_COLUMNS.map((column) => rows[0]![column]),
-    );
-  else
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK)
-      await trx
-        .insertInto('contacts')
-        .values(rows.slice(i, i + INSERT_CHUNK))
-        .execute();
-  for (let i = 0; i < links.length; i += INSERT_CHUNK)
-    await trx
-      .insertInto('contact_labels')
-      .values(links.slice(i, i + INSERT_CHUNK))
-      .execute();
+  await insertRows(trx, 'contacts', CONTACT_INSERT_COLUMNS, rows);
+  await insertRows(trx, 'contact_labels', LINK_COLUMNS, links);
   const pairs = rows.flatMap((row) => (row.metadata === '{}' ? [] : metadataRows(ctx.orgId, row, JSON.parse(row.metadata) as Metadata)));
-  for (let i = 0; i < pairs.length; i += INSERT_CHUNK)
-    await trx
-      .insertInto('contact_metadata')
-      .values(pairs.slice(i, i + INSERT_CHUNK))
-      .execute();
+  await insertRows(trx, 'contact_metadata', PAIR_COLUMNS, pairs);
   // New contacts without labels (the usual single create) need no read to be shown.
   const views = links.length > 0 ? await toContactViews(trx, ctx.orgId, rows) : rows.map((row) => toContactView(row, []));
   await recordEvents(

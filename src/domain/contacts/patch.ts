@@ -1,12 +1,13 @@
-import { PostgresAdapter, sql, type Insertable, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type Insertable, type Kysely, type SqlBool } from 'kysely';
 import { PreparedQuery } from '../../db/preparedQuery.js';
+import { insertRows } from '../../db/insertRows.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { NotFoundError, ValidationError, type ServiceError } from '../errors.js';
 import { previousAttributes, recordEvents } from '../events/record.js';
 import { nowIso } from '../ids.js';
 import { mergeMetadata, metadataCountError, type Metadata } from '../metadata.js';
-import type { ContactPatch } from './contacts.js';
+import { LINK_COLUMNS, PAIR_COLUMNS, type ContactPatch } from './input.js';
 import { searchText } from './searchText.js';
 import { CONTACT_COLUMNS, toContactViews, type ContactView } from './view.js';
 
@@ -53,6 +54,16 @@ export function contactChange(before: ContactView, patch: ContactPatch, at: stri
   return { columns, ...(metadataChanged ? { metadata: merged } : {}), ...(labelsChanged ? { labelIds } : {}) };
 }
 
+/** The rows of `table` (the shape: table:count) of these contacts. Values: the contact ids. */
+const deleteOfContacts = new PreparedQuery<never, string>((db, slot, shape) => {
+  const [table, count] = shape.split(':') as ['contact_labels' | 'contact_metadata', string];
+  return db.deleteFrom(table).where(
+    'contact_id',
+    'in',
+    Array.from({ length: Number(count) }, (_, i) => slot<string>(i)),
+  );
+});
+
 // Values: 0 org, 1 id, then the columns' values in the shape's order (their names, comma-separated).
 const updateColumns = new PreparedQuery<never, string>((db, slot, shape) =>
   db
@@ -62,12 +73,21 @@ const updateColumns = new PreparedQuery<never, string>((db, slot, shape) =>
     .where('id', '=', slot<string>(1)),
 );
 
-/** Values: 0 org, then `shape` contact ids. */
+/**
+ * Values: 0 org, then `shape` contact ids. On SQLite the organisation is a `+` term, kept out of
+ * the index choice: otherwise the planner takes contacts_page (org_id, …) and reads every contact
+ * of the organisation, where the primary key finds the hundred (measured: 4.5 ms a batch at
+ * 20,000 contacts, growing with them).
+ */
 const contactsByIds = new PreparedQuery((db, slot, count: number) =>
   db
     .selectFrom('contacts')
     .select(CONTACT_COLUMNS)
-    .where('contacts.org_id', '=', slot<string>(0))
+    .where(
+      db.getExecutor().adapter instanceof PostgresAdapter
+        ? sql<SqlBool>`contacts.org_id = ${slot<string>(0)}`
+        : sql<SqlBool>`+contacts.org_id = ${slot<string>(0)}`,
+    )
     .where(
       'contacts.id',
       'in',
@@ -132,18 +152,10 @@ export async function patchContacts(
         pairs.push({ org_id: ctx.orgId, contact_id: contact.id, key, value, contact_created_at: contact.created_at });
     }
   }
-  if (relinked.length > 0) await trx.deleteFrom('contact_labels').where('contact_id', 'in', relinked).execute();
-  for (let i = 0; i < links.length; i += 500)
-    await trx
-      .insertInto('contact_labels')
-      .values(links.slice(i, i + 500))
-      .execute();
-  if (repaired.length > 0) await trx.deleteFrom('contact_metadata').where('contact_id', 'in', repaired).execute();
-  for (let i = 0; i < pairs.length; i += 500)
-    await trx
-      .insertInto('contact_metadata')
-      .values(pairs.slice(i, i + 500))
-      .execute();
+  if (relinked.length > 0) await deleteOfContacts.run(trx, relinked, 'contact_labels:' + relinked.length);
+  await insertRows(trx, 'contact_labels', LINK_COLUMNS, links);
+  if (repaired.length > 0) await deleteOfContacts.run(trx, repaired, 'contact_metadata:' + repaired.length);
+  await insertRows(trx, 'contact_metadata', PAIR_COLUMNS, pairs);
   // As the database now holds them (labels in its order), for the answer and the events.
   const after = await contactsByIdIn(trx, ctx.orgId, changedIds);
   const events = changedIds.map((id) => ({

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { PreparedQuery } from '../../db/preparedQuery.js';
+import { insertRows } from '../../db/insertRows.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { newId, nowIso } from '../ids.js';
@@ -11,20 +12,22 @@ export interface ResourceView {
   id: string;
 }
 
-/** Rows a single INSERT carries at most (SQLite binds at most 32,766 values; 14 columns a delivery). */
-const CHUNK = 500;
+const EVENT_COLUMNS = ['id', 'org_id', 'type', 'resource', 'data', 'created_at'] as const;
+// lease_until, last_attempt_at, last_status and last_error start null.
+const DELIVERY_COLUMNS = [
+  'id',
+  'org_id',
+  'endpoint_id',
+  'event_id',
+  'event_type',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'created_at',
+  'updated_at',
+] as const;
 
-// The two statements every change runs, compiled once.
-const insertOneEvent = new PreparedQuery((db, slot) =>
-  db.insertInto('events').values({
-    id: slot(0),
-    org_id: slot(1),
-    type: slot(2),
-    resource: slot(3),
-    data: slot(4),
-    created_at: slot(5),
-  }),
-);
+// The read every change runs, compiled once.
 const enabledEndpoints = new PreparedQuery((db, slot) =>
   db.selectFrom('webhook_endpoints').select(['id', 'events']).where('org_id', '=', slot<string>(0)).where('status', '=', 'enabled'),
 );
@@ -51,17 +54,7 @@ export async function recordEvents(
     data: JSON.stringify(previousAttributes ? { object, previous_attributes: previousAttributes } : { object }),
     created_at: at,
   }));
-  if (events.length === 1) {
-    const event = events[0]!;
-    await insertOneEvent.run(trx, [event.id, event.org_id, event.type, event.resource, event.data, event.created_at]);
-  } else {
-    for (let i = 0; i < events.length; i += CHUNK) {
-      await trx
-        .insertInto('events')
-        .values(events.slice(i, i + CHUNK))
-        .execute();
-    }
-  }
+  await insertRows(trx, 'events', EVENT_COLUMNS, events);
   const endpoints = await enabledEndpoints.execute(trx, [ctx.orgId]);
   const subscribed = endpoints.filter((endpoint) => matchesAny(JSON.parse(endpoint.events) as string[], type));
   const deliveries = subscribed.flatMap((endpoint) =>
@@ -74,17 +67,11 @@ export async function recordEvents(
       status: 'pending' as const,
       attempts: 0,
       next_attempt_at: at,
-      // lease_until, last_attempt_at, last_status and last_error start null: fewer values to bind.
       created_at: at,
       updated_at: at,
     })),
   );
-  for (let i = 0; i < deliveries.length; i += CHUNK) {
-    await trx
-      .insertInto('webhook_deliveries')
-      .values(deliveries.slice(i, i + CHUNK))
-      .execute();
-  }
+  await insertRows(trx, 'webhook_deliveries', DELIVERY_COLUMNS, deliveries);
 }
 
 /** Records the event of one change (see recordEvents). */
