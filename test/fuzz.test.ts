@@ -27,6 +27,7 @@ const TABLES = [
   ['contacts', ['id']],
   ['labels', ['id']],
   ['contact_labels', ['contact_id', 'label_id']],
+  ['contact_metadata', ['contact_id', 'key']],
   ['groups', ['id']],
   ['group_members', ['group_id', 'contact_id']],
   ['files', ['id']],

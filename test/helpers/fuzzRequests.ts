@@ -245,6 +245,14 @@ export class RequestMaker {
         const param = rng.pick(queryParams);
         const value = rng.chance(0.5) ? this.hostileUrlValue([]) : { text: rng.pick(HOSTILE_NUMBERS) };
         const sent = urlText(value);
+        if (param.style === 'deepObject') {
+          // `name[key]=value` (e.g. metadata[tier]=gold): a hostile key, or a plain key with a hostile value.
+          const key = rng.chance(0.5) ? urlText(this.hostileUrlValue([])) : 'tier';
+          const pair = rng.chance(0.5) ? sent : 'gold';
+          query.push([`${String(param.name)}[${key}]`, pair]);
+          if (this.deepObjectRefused(op, String(param.name), key, pair)) mustRefuse = `query ${String(param.name)}[${key}]=${pair}`;
+          break;
+        }
         query.push([String(param.name), sent]);
         if (this.queryRefused(op, String(param.name), param.schema as Json, sent)) mustRefuse = `query ${String(param.name)}=${sent}`;
         break;
@@ -453,6 +461,20 @@ export class RequestMaker {
   }
 
   /** Whether the contract refuses this query value (plain decimal integers in range; strings by their schema). */
+  /** Whether the documented deepObject schema refuses `{ key: value }` (both as sent, percent-decoded). */
+  private deepObjectRefused(op: Operation, name: string, key: string, value: string): boolean {
+    const decode = (text: string) => {
+      try {
+        return decodeURIComponent(text);
+      } catch {
+        return text;
+      }
+    };
+    const index = ((op.op.parameters ?? []) as Json[]).findIndex((p) => p.name === name && p.in === 'query');
+    const validate = validatorAt(pointer('paths', op.path, op.method, 'parameters', String(index), 'schema'));
+    return !validate({ [decode(key)]: decode(value) });
+  }
+
   private queryRefused(op: Operation, name: string, schema: Json, sent: string): boolean {
     let decoded: string;
     try {
