@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -13,6 +12,9 @@ import { checkSecretFingerprint } from './db/secretFingerprint.js';
 import { openRevocationGuard } from './infra/choose.js';
 import { ShutdownFailed, startServer } from './server.js';
 import { webhookCommand } from './cli/webhooks.js';
+import { backup, OperatorError, restore } from './cli/backup.js';
+import { version } from './version.js';
+import path from 'node:path';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
 
@@ -33,6 +35,8 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata webhooks create --org ORG_ID --url URL [--events contact.*,group.member_added]
   orgdata webhooks list --org ORG_ID
   orgdata webhooks delete|enable|disable --org ORG_ID ENDPOINT_ID
+  orgdata backup --to DIR            a consistent copy of the database (SQLite) and files while the server runs
+  orgdata restore --from DIR         a backup back into an empty DATA_DIR, checked against its manifest
 
 Configuration comes from the environment (see README): DATA_DIR, DATABASE_URL, SECRET_KEY, …`;
 
@@ -85,12 +89,6 @@ async function requireTables(db: Db): Promise<void> {
       'that database has no orgdata tables. Point DATABASE_URL at the database the server uses, or run `orgdata migrate` (or start the server) to create them.',
     );
   }
-}
-
-/** The package's version, from its package.json (one level above both src/ and dist/). */
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
 }
 
 /**
@@ -158,6 +156,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       never: { type: 'boolean' },
       url: { type: 'string' },
       events: { type: 'string' },
+      to: { type: 'string' },
+      from: { type: 'string' },
     },
   });
   const [group, action, ...rest] = positionals;
@@ -165,7 +165,10 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   if (values.help || !group) return { json: { usage: USAGE }, text: USAGE };
   const command = action && group !== 'serve' && group !== 'migrate' ? `${group} ${action}` : group;
   // Only the server and `migrate` make a new installation (database, generated secret).
-  const config = loadConfig(process.env, { createSecret: command === 'serve' || command === 'migrate' });
+  const config = loadConfig(process.env, {
+    createSecret: command === 'serve' || command === 'migrate',
+    secretOptional: command === 'restore',
+  });
 
   switch (command) {
     case 'serve': {
@@ -334,6 +337,30 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
         webhookCommand(db.kysely, config, { action: action!, orgId, endpointId, url: values.url, events: values.events }),
       );
     }
+    case 'backup': {
+      const manifest = await backup(config, path.resolve(required(values, 'to')));
+      const { database: d, files: f } = manifest;
+      const rows = Object.values(d.tables).reduce((sum, n) => sum + n, 0);
+      const files =
+        f.store === 'local'
+          ? `${f.count} file(s), ${f.bytes} bytes${f.dropped.length ? ` (${f.dropped.length} deleted while it ran, left out)` : ''}`
+          : 'no file bytes: they are in the S3 bucket (keep versioning on)';
+      const secret =
+        manifest.secret_key === 'included'
+          ? 'It holds secret.key: keep it as safe as the data.'
+          : 'It does not hold the secret key: keep SECRET_KEY, a restore needs it.';
+      return {
+        json: manifest,
+        text: `backed up ${rows} rows in ${Object.keys(d.tables).length} tables and ${files} to ${values.to}. ${secret}`,
+      };
+    }
+    case 'restore': {
+      const manifest = await restore(config, path.resolve(required(values, 'from')));
+      return {
+        json: manifest,
+        text: `restored the backup of ${manifest.created_at} (orgdata ${manifest.orgdata_version}, ${manifest.files.count} file(s)) into ${config.dataDir}; start the server (it applies any newer migrations)`,
+      };
+    }
     default:
       throw new UsageError(`unknown command "${positionals.join(' ')}"`);
   }
@@ -370,7 +397,7 @@ function describeFailure(error: unknown): { code: string; message: string; exitC
   if (error instanceof ValidationError) {
     return { code: error.code, message: error.errors.map((e) => `${e.field}: ${e.message}`).join('\n'), exitCode: 1 };
   }
-  if (error instanceof ServiceError) return { code: error.code, message: error.message, exitCode: 1 };
+  if (error instanceof ServiceError || error instanceof OperatorError) return { code: error.code, message: error.message, exitCode: 1 };
   if (isStatementTimeout(error)) {
     return {
       code: 'database_busy',

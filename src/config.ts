@@ -224,6 +224,8 @@ function secretKey(env: Env, dataDir: string, create: boolean): string {
 export interface LoadOptions {
   /** Generate DATA_DIR/secret.key when SECRET_KEY is unset and there is none (default true). */
   createSecret?: boolean;
+  /** Without SECRET_KEY and secret.key, secretKey is '' instead of an error (`orgdata restore` brings it). */
+  secretOptional?: boolean;
 }
 
 export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Config {
@@ -264,7 +266,10 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     dataDir,
     databaseUrl,
     redisUrl: env.REDIS_URL ? url(env, 'REDIS_URL', '', ['redis:', 'rediss:']) : null,
-    secretKey: secretKey(env, dataDir, options.createSecret ?? true),
+    secretKey:
+      options.secretOptional && !env.SECRET_KEY && !existsSync(path.join(dataDir, 'secret.key'))
+        ? ''
+        : secretKey(env, dataDir, options.createSecret ?? true),
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 60, 1),
     rateLimitPerSecond: positiveNumber(env, 'RATE_LIMIT_PER_SECOND', 5),
     dailyQuota: int(env, 'DAILY_QUOTA', 10_000, 1),
