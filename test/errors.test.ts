@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../src/http/errorCodes.js';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
@@ -149,7 +150,10 @@ describe.each(DIALECTS)('errors and edges on %s', (dialect) => {
 
   it('serves health, readiness and the docs without a key', async () => {
     expect((await h.call(null, 'GET', '/healthz')).json()).toEqual({ status: 'ok' });
-    expect((await h.call(null, 'GET', '/readyz')).statusCode).toBe(200);
+    const ready = await h.call(null, 'GET', '/readyz');
+    expect(ready.statusCode).toBe(200);
+    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    expect(ready.json()).toEqual({ status: 'ready', version });
     const docs = await h.call(null, 'GET', '/docs');
     expect(docs.statusCode).toBe(200);
     expect(docs.headers['content-type']).toContain('text/html');
@@ -163,6 +167,7 @@ describe.each(DIALECTS)('errors and edges on %s', (dialect) => {
     await fresh.db.kysely.deleteFrom('kysely_migration' as never).execute();
     const res = await fresh.call(null, 'GET', '/readyz');
     expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({ status: 'migrations pending' });
     await fresh.close();
   });
 });
