@@ -13,6 +13,8 @@ import { openRevocationGuard } from './infra/choose.js';
 import { ShutdownFailed, startServer } from './server.js';
 import { webhookCommand } from './cli/webhooks.js';
 import { backup, OperatorError, restore } from './cli/backup.js';
+import { eraseContact } from './domain/contacts/erase.js';
+import { problemBody, PROBLEM_TYPE } from './http/problem.js';
 import { version } from './version.js';
 import path from 'node:path';
 
@@ -35,6 +37,8 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata webhooks create --org ORG_ID --url URL [--events contact.*,group.member_added]
   orgdata webhooks list --org ORG_ID
   orgdata webhooks delete|enable|disable --org ORG_ID ENDPOINT_ID
+  orgdata contacts erase --org ORG_ID --id CONTACT_ID
+                                     delete a contact and remove its personal data from events and stored replays
   orgdata backup --to DIR            a consistent copy of the database (SQLite) and files while the server runs
   orgdata restore --from DIR         a backup back into an empty DATA_DIR, checked against its manifest
 
@@ -156,6 +160,7 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       never: { type: 'boolean' },
       url: { type: 'string' },
       events: { type: 'string' },
+      id: { type: 'string' },
       to: { type: 'string' },
       from: { type: 'string' },
     },
@@ -336,6 +341,38 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       return withDb(config, (db) =>
         webhookCommand(db.kysely, config, { action: action!, orgId, endpointId, url: values.url, events: values.events }),
       );
+    }
+    case 'contacts erase': {
+      const orgId = required(values, 'org');
+      const contactId = required(values, 'id');
+      // What a request sent again with its Idempotency-Key gets instead of a stored answer that held
+      // the contact (its request_id is the replay's own, see http/idempotency.ts).
+      const replay = {
+        status: 410,
+        headers: { 'content-type': PROBLEM_TYPE },
+        body: JSON.stringify(
+          problemBody(config.docsUrl, 410, 'contact_erased', `This request's answer held contact ${contactId}, erased since.`, ''),
+        ),
+      };
+      const erased = await withDb(config, async (db) =>
+        // The operator acts on the organisation's behalf, through its first admin.
+        eraseContact(
+          {
+            db: db.kysely,
+            orgId,
+            actor: { kind: 'user', userId: await firstAdminOf(db.kysely, orgId), role: 'admin' },
+            requestId: 'cli',
+            now: new Date(),
+          },
+          contactId,
+          replay,
+        ),
+      );
+      const what = erased.deleted ? 'deleted' : 'already deleted; erased what was kept of';
+      return {
+        json: erased,
+        text: `${what} ${contactId}: its data removed from ${erased.events_erased} event(s) and ${erased.replays_erased} stored replay(s)`,
+      };
     }
     case 'backup': {
       const manifest = await backup(config, path.resolve(required(values, 'to')));

@@ -78,8 +78,12 @@ describe.each(DIALECTS)('kill -9 under keyed POSTs on %s', (dialect) => {
         }
       };
       const load = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
-      // Let the load run, then kill the process without warning at some instant of it.
-      await new Promise((resolve) => setTimeout(resolve, 400 + round * 250));
+      // Let the load run until this round has had writes acknowledged (however slow the machine
+      // is), then a little longer, different each round, and kill the process without warning.
+      const acked = () => sent.filter((s) => s.ackedId).length;
+      const target = acked() + 20;
+      while (acked() < target) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 50 + round * 120));
       killed = true;
       proc.child.kill('SIGKILL');
       expect((await proc.exited).signal).toBe('SIGKILL');

@@ -22,6 +22,7 @@ export const API_ERROR_CODES = [
   'member_exists',
   'already_uploaded',
   'file_not_ready',
+  'contact_erased',
   'upload_url_expired',
   'download_url_expired',
   'payload_too_large',

@@ -48,6 +48,11 @@ export const ERROR_CODES = {
   member_exists: { status: 409, summary: 'The user is already a member of the organisation.' },
   already_uploaded: { status: 409, summary: 'The file has already been uploaded; an upload link works once.' },
   file_not_ready: { status: 409, summary: 'The file has not been uploaded yet, so it cannot be downloaded.' },
+  contact_erased: {
+    status: 410,
+    summary:
+      'The stored answer to this request (sent again with its Idempotency-Key) held a contact that has since been erased by the operator; the request is not run again.',
+  },
   upload_url_expired: { status: 410, summary: 'The upload link has expired. Reserve the upload again with a new Idempotency-Key.' },
   download_url_expired: {
     status: 410,

@@ -665,6 +665,15 @@ export interface components {
             /** @description Ids of labels of this organisation; the contact ends up with exactly these. */
             label_ids?: string[];
         };
+        /** @description A contact erased by the operator (`orgdata contacts erase`): events about it, and replays of requests that returned it, keep only its id. */
+        ErasedContact: {
+            /** @constant */
+            object: "contact";
+            /** @example con_4Hq7ZkP2mN8xV3bR6tY1 */
+            id: string;
+            /** @constant */
+            erased: true;
+        };
         /**
          * @description A change to the organisation's data, whichever door it came through (API, dashboard, CSV import). Events are kept `EVENT_RETENTION_DAYS` (30) days.
          * @example {
@@ -712,8 +721,8 @@ export interface components {
              */
             created_at: string;
             data: {
-                /** @description The resource exactly as GET on it returned it at the moment of the change (for `*.deleted`: its last state). `group.member_*` events carry a `group_member`. */
-                object: components["schemas"]["Contact"] | components["schemas"]["Label"] | components["schemas"]["Group"] | components["schemas"]["GroupMember"] | components["schemas"]["File"];
+                /** @description The resource exactly as GET on it returned it at the moment of the change (for `*.deleted`: its last state). `group.member_*` events carry a `group_member`. A contact erased since (`orgdata contacts erase`) is only its id, with `erased: true`. */
+                object: components["schemas"]["Contact"] | components["schemas"]["ErasedContact"] | components["schemas"]["Label"] | components["schemas"]["Group"] | components["schemas"]["GroupMember"] | components["schemas"]["File"];
                 /** @description On `*.updated` only: the old values of the fields that changed (attaching or detaching a label changes `labels`). */
                 previous_attributes?: {
                     [key: string]: unknown;
@@ -1235,7 +1244,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Gone; the problem's code is `upload_url_expired` (see the error reference). */
+            /** @description Gone; the problem's code is `contact_erased` or `upload_url_expired` (see the error reference). */
             410: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
@@ -1370,7 +1379,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Gone; the problem's code is `download_url_expired` (see the error reference). */
+            /** @description Gone; the problem's code is `contact_erased` or `download_url_expired` (see the error reference). */
             410: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
@@ -1806,6 +1815,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Gone; the problem's code is `contact_erased` (see the error reference). */
+            410: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Payload Too Large; the problem's code is `payload_too_large` (see the error reference). */
             413: {
                 headers: {
@@ -2024,6 +2049,22 @@ export interface operations {
             };
             /** @description Conflict; the problem's code is `idempotency_conflict`, `contact_exists` or `external_id_exists` (see the error reference). */
             409: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone; the problem's code is `contact_erased` (see the error reference). */
+            410: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];

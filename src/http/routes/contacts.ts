@@ -113,7 +113,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       description: 'Creates a contact with `source_type` `api`. Send an Idempotency-Key to retry safely.',
       tags,
       body: ContactCreate,
-      response: responses({ 201: Contact }, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+      response: responses({ 201: Contact }, 410, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
     },
     handler: async (request, reply) => {
       const contact = await createContact(ctxOf(request, db), request.body, 'api');
@@ -131,7 +131,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
         'Creates (`mode: create`) or upserts (`mode: upsert`, matched on `match_on`) up to 100 contacts in one request, answering each item in order with its own status and contact or problem. With `atomic: true` all are written or none. One event per contact created or changed (none for an upsert that changes nothing). The batch counts as one request for the rate limit and the daily quota. Send an Idempotency-Key to retry safely: it covers the whole batch.',
       tags,
       body: ContactBatch,
-      response: responses({ 200: ContactBatchResult }, 409, 422, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+      response: responses({ 200: ContactBatchResult }, 409, 410, 422, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
     },
     // The envelope is checked before the handler; each item is checked in it, answered on its own.
     validatorCompiler: (route) => (route.httpPart === 'body' ? compileBodyValidator(ContactBatchEnvelope) : app.validatorCompiler!(route)),

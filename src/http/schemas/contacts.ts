@@ -35,6 +35,23 @@ const label_ids = Type.Array(IdString, {
   description: 'Ids of labels of this organisation; the contact ends up with exactly these.',
 });
 
+/** What is left of a contact erased for the right to be forgotten, wherever it was stored. */
+export const ErasedContact = named(
+  'ErasedContact',
+  Type.Object(
+    {
+      object: Type.Literal('contact'),
+      id: Type.String({ examples: ['con_4Hq7ZkP2mN8xV3bR6tY1'] }),
+      erased: Type.Literal(true),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'A contact erased by the operator (`orgdata contacts erase`): events about it, and replays of requests that returned it, keep only its id.',
+    },
+  ),
+);
+
 export const Contact = named(
   'Contact',
   Type.Object(

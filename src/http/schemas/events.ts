@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { EVENT_TYPES } from '../../domain/events/types.js';
 import { Cursor, IdParam, Limit, ListOf, named, Timestamp } from './common.js';
-import { Contact } from './contacts.js';
+import { Contact, ErasedContact } from './contacts.js';
 import { File } from './files.js';
 import { Group, GroupMember } from './groups.js';
 import { Label } from './labels.js';
@@ -16,9 +16,9 @@ export const Event = named(
       created_at: Timestamp,
       data: Type.Object(
         {
-          object: Type.Union([Contact, Label, Group, GroupMember, File], {
+          object: Type.Union([Contact, ErasedContact, Label, Group, GroupMember, File], {
             description:
-              'The resource exactly as GET on it returned it at the moment of the change (for `*.deleted`: its last state). `group.member_*` events carry a `group_member`.',
+              'The resource exactly as GET on it returned it at the moment of the change (for `*.deleted`: its last state). `group.member_*` events carry a `group_member`. A contact erased since (`orgdata contacts erase`) is only its id, with `erased: true`.',
           }),
           previous_attributes: Type.Optional(
             Type.Object(

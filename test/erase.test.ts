@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eraseContact } from '../src/domain/contacts/erase.js';
+import { problemBody, PROBLEM_TYPE } from '../src/http/problem.js';
+import { cli, orgWithKey, serverEnv, startServerProcess } from './helpers/serverProcess.js';
+import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+
+// Issue 19, item 4: erasing a contact for the right to be forgotten.
+describe.each(DIALECTS)('erasing a contact on %s', (dialect) => {
+  let h: Harness;
+  let org: Org;
+  let key: string;
+  beforeAll(async () => {
+    h = await makeHarness(dialect);
+    org = await h.newOrg();
+    key = await org.key(['contacts:write', 'groups:write']);
+  });
+  afterAll(() => h.close());
+
+  const replay = (id: string) => ({
+    status: 410,
+    headers: { 'content-type': PROBLEM_TYPE },
+    body: JSON.stringify(
+      problemBody(h.config.docsUrl, 410, 'contact_erased', `This request's answer held contact ${id}, erased since.`, ''),
+    ),
+  });
+  const erase = (id: string) =>
+    eraseContact(
+      {
+        db: h.db.kysely,
+        orgId: org.orgId,
+        actor: { kind: 'user', userId: org.adminId, role: 'admin' },
+        requestId: 'test',
+        now: new Date(),
+      },
+      id,
+      replay(id),
+    );
+  /** Every stored text of the organisation that could hold personal data. */
+  const storedText = async () => {
+    const events = await h.db.kysely.selectFrom('events').select(['id', 'data']).where('org_id', '=', org.orgId).execute();
+    const replays = await h.db.kysely
+      .selectFrom('idempotency_keys')
+      .select(['key', 'response_body'])
+      .where('org_id', '=', org.orgId)
+      .execute();
+    return { events, replays, text: JSON.stringify([events, replays]) };
+  };
+
+  it('deletes it and leaves only its id in events and stored replays; a replay answers 410 and runs nothing', async () => {
+    const erin = {
+      first_name: 'Erin',
+      last_name: 'Secretname',
+      email: 'erin.private@example.com',
+      phone: '+44 7700 900123',
+      metadata: { ssn: 'AB123456C' },
+    };
+    const created = await h.call(key, 'POST', '/api/v1/contacts', erin, { 'idempotency-key': 'erase-1' });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().id as string;
+    await h.call(key, 'PATCH', `/api/v1/contacts/${id}`, { last_name: 'Hiddenname' });
+    const bob = { first_name: 'Bob', last_name: 'Keeps', email: 'bob.keeps@example.com' };
+    const batch = { mode: 'upsert', contacts: [{ ...erin, last_name: 'Hiddenname', notes: 'met at a private clinic' }, bob] };
+    expect((await h.call(key, 'POST', '/api/v1/contacts/batch', batch, { 'idempotency-key': 'erase-2' })).statusCode).toBe(200);
+    const group = (await h.call(key, 'POST', '/api/v1/groups', { name: 'Patients' })).json();
+    await h.call(key, 'POST', `/api/v1/groups/${group.id}/members`, { contact_ids: [id] });
+    const before = await storedText();
+    expect(before.text).toContain('Secretname');
+
+    const result = await erase(id);
+    expect(result).toMatchObject({ contact_id: id, deleted: true, replays_erased: 2 });
+    expect(result.events_erased).toBeGreaterThanOrEqual(4); // created, updated twice, deleted
+
+    expect((await h.call(key, 'GET', `/api/v1/contacts/${id}`)).statusCode).toBe(404);
+    const after = await storedText();
+    for (const secret of ['Erin', 'Secretname', 'Hiddenname', 'erin.private', '7700', 'AB123456C', 'private clinic']) {
+      expect(after.text, secret).not.toContain(secret);
+    }
+    // The rows stay, with their ids: one more event, the deletion.
+    expect(after.events.map((e) => e.id)).toEqual(expect.arrayContaining(before.events.map((e) => e.id)));
+    expect(after.events).toHaveLength(before.events.length + 1);
+    expect(after.replays.map((r) => r.key).sort()).toEqual(before.replays.map((r) => r.key).sort());
+    // Through the API: the events about the contact are its stub; Bob's are whole.
+    const events = (await h.call(key, 'GET', '/api/v1/events?type=contact.*&limit=100')).json().data as {
+      type: string;
+      data: { object: { id: string; first_name?: string }; previous_attributes?: unknown };
+    }[];
+    const about = events.filter((e) => e.data.object.id === id);
+    expect(about.map((e) => e.type).sort()).toEqual(['contact.created', 'contact.deleted', 'contact.updated', 'contact.updated']);
+    for (const event of about) expect(event.data).toEqual({ object: { object: 'contact', id, erased: true } });
+    expect(events.find((e) => e.data.object.first_name === 'Bob')).toBeDefined();
+    // The membership went with the contact (its event keeps only ids).
+    expect((await h.call(key, 'GET', `/api/v1/groups/${group.id}/members`)).json().data).toEqual([]);
+
+    // Sent again with their keys: 410, nothing made anew.
+    for (const [url, body, k] of [
+      ['/api/v1/contacts', erin, 'erase-1'],
+      ['/api/v1/contacts/batch', batch, 'erase-2'],
+    ] as const) {
+      const again = await h.call(key, 'POST', url, body, { 'idempotency-key': k });
+      expect(again.statusCode).toBe(410);
+      expect(again.json()).toMatchObject({ code: 'contact_erased', request_id: again.headers['request-id'] });
+      expect(again.headers['idempotent-replayed']).toBe('true');
+    }
+    expect((await h.call(key, 'GET', `/api/v1/contacts?email=${encodeURIComponent(erin.email)}`)).json().data).toEqual([]);
+
+    // Erasing again finds nothing more to remove.
+    expect(await erase(id)).toEqual({ contact_id: id, deleted: false, events_erased: 0, replays_erased: 0 });
+  });
+});
+
+describe('orgdata contacts erase', { timeout: 120_000 }, () => {
+  it('erases through the CLI beside a running server', async () => {
+    const env = await serverEnv('sqlite');
+    try {
+      const { orgId, key } = await orgWithKey(env.env);
+      const server = await startServerProcess(env);
+      try {
+        const res = await fetch(`${env.url}/api/v1/contacts`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ first_name: 'Cli', last_name: 'Erasable', email: 'cli.erasable@example.com' }),
+        });
+        const { id } = (await res.json()) as { id: string };
+        const erased = await cli(env.env, ['contacts', 'erase', '--org', orgId, '--id', id]);
+        expect(erased).toEqual({ contact_id: id, deleted: true, events_erased: 2, replays_erased: 0 });
+        const events = (await (await fetch(`${env.url}/api/v1/events`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+          data: { data: unknown }[];
+        };
+        expect(JSON.stringify(events)).not.toContain('Erasable');
+      } finally {
+        server.child.kill('SIGTERM');
+        await server.exited;
+      }
+    } finally {
+      await env.dispose();
+    }
+  });
+});
