@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { createContact, type ContactInput } from '../../domain/contacts/contacts.js';
-import { CONTACT_SORTS, listContacts, type ContactSort } from '../../domain/contacts/list.js';
-import { searchWords } from '../../domain/contacts/searchText.js';
+import { listContacts } from '../../domain/contacts/list.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { ConflictError, ValidationError } from '../../domain/errors.js';
 import { listLabels, type LabelView } from '../../domain/labels/labels.js';
@@ -12,6 +11,7 @@ import { csrf, page } from '../layout.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import type { DashboardDeps } from '../plugin.js';
 import { contactDetailPages } from './contactDetail.js';
+import { contactExportPages, contactsQuery } from './contactExport.js';
 
 const PAGE_SIZE = 25;
 
@@ -100,25 +100,14 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
   const { db, secret } = deps;
   app.get('/contacts', async (request, reply) => {
     const ctx = ctxOf(request, db);
-    const q = text(request.query, 'q').slice(0, 200);
-    const labelId = text(request.query, 'label_id');
-    // The API's search (q=) and orders (sort=), the same queries: an unknown order is the default.
-    const asked = text(request.query, 'sort');
-    const sort: ContactSort = (CONTACT_SORTS as readonly string[]).includes(asked) ? (asked as ContactSort) : 'created_at';
-    const words = searchWords(q);
+    // The API's search (q=) and orders (sort=), the same queries.
+    const { q, labelId, sort, filters } = contactsQuery(request);
     const binding = JSON.stringify(['dashboard:contacts', ctx.orgId, q, labelId, sort]);
     const cursor = text(request.query, 'cursor');
     const after = cursor ? decodeCursor(secret, binding, cursor) : null;
     const [result, labels] = await Promise.all([
       // A search of no letter or digit ("%") matches nothing.
-      q.trim() !== '' && words.length === 0
-        ? { items: [], hasMore: false, last: null }
-        : listContacts(
-            ctx,
-            { limit: PAGE_SIZE, after },
-            { words: words.length > 0 ? words : undefined, labelId: labelId || undefined },
-            sort,
-          ),
+      filters === null ? { items: [], hasMore: false, last: null } : listContacts(ctx, { limit: PAGE_SIZE, after }, filters, sort),
       allLabels(ctx),
     ]);
     const last = result.items.at(-1);
@@ -149,7 +138,10 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
         notice: takeFlash(request, reply),
         body: html`<div class="toolbar">
             <h1>Contacts</h1>
-            <a class="button" href="/contacts/new">New contact</a>
+            <span>
+              ${request.session!.role === 'admin' ? html`<a class="button secondary" href="/contacts/export.csv?${query({})}">Export CSV</a>` : ''}
+              <a class="button" href="/contacts/new">New contact</a>
+            </span>
           </div>
           <form method="get" action="/contacts" class="row" role="search">
             <div class="field">
@@ -247,5 +239,6 @@ export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     }
   });
 
+  await app.register(contactExportPages, deps);
   await app.register(contactDetailPages, deps);
 };
