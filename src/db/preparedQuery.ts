@@ -23,7 +23,15 @@ const MARK = '\u0000slot:';
 export class PreparedQuery<Row, Shape extends string | number = string> {
   private readonly byAdapter = new WeakMap<object, Map<Shape, Compiled>>();
 
-  constructor(private readonly build: (db: Kysely<Database>, slot: Slot, shape: Shape) => Compilable<Row>) {}
+  /**
+   * `named(shape)` false: on PostgreSQL that shape is sent without a name, so it is planned for
+   * its values every time (a named statement may switch to a generic plan after five runs, blind
+   * to the values: wrong for a search, whose plan depends on how common its words are).
+   */
+  constructor(
+    private readonly build: (db: Kysely<Database>, slot: Slot, shape: Shape) => Compilable<Row>,
+    private readonly named: (shape: Shape) => boolean = () => true,
+  ) {}
 
   private compiled(db: Kysely<Database>, shape: Shape): Compiled {
     // A transaction shares its database's adapter, so it shares the compiled queries too.
@@ -37,7 +45,7 @@ export class PreparedQuery<Row, Shape extends string | number = string> {
       const slots = query.parameters.map((p) => (typeof p === 'string' && p.startsWith(MARK) ? Number(p.slice(MARK.length)) : -1));
       compiled = { query, slots };
       shapes.set(shape, compiled);
-      if (adapter instanceof PostgresAdapter) prepareOnPostgres(query.sql);
+      if (adapter instanceof PostgresAdapter && this.named(shape)) prepareOnPostgres(query.sql);
     }
     return compiled;
   }

@@ -54,7 +54,7 @@ interface Shape {
   words: boolean;
   /** How many words are checked on the row against search_text (see textConditions). */
   checks: number;
-  /** SQLite: the words match few contacts (see FEW_MATCHES): drive from them, then sort. */
+  /** The words match few contacts (see FEW_MATCHES): read them from the terms' index, then sort. */
   few: boolean;
   sort: ContactSort;
   json: boolean;
@@ -64,118 +64,125 @@ interface Shape {
 // value and the id), 6 limit, 7 unused, 8 external id, 9–10 metadata key and value,
 // 11 updated after, 12 the terms' query (FTS5's syntax, or PostgreSQL's text[]), 13… the LIKE
 // patterns of the words checked on the row. The shape is the JSON of a Shape.
-const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>((db, slot, shapeText) => {
-  const { email, label, after, external, meta, updatedAfter, words, checks, few, sort, json } = JSON.parse(shapeText) as Shape;
-  const sqlite = !(db.getExecutor().adapter instanceof PostgresAdapter);
-  // The index of terms (migration 014): on SQLite the matches' rowids from FTS5, a list built once
-  // per query, from which the few matches are read and sorted (`few`); on PostgreSQL the GIN-indexed
-  // search_terms, which the planner reads for a rare term or checks on each row of the list's walk
-  // for a common one. (A per-contact MATCH with rowid = … re-runs the full-text query for each
-  // contact: measured at 200,000 contacts, a common word took seconds.)
-  const matchingTerms = sqlite
-    ? sql<SqlBool>`contacts.rowid in (select rowid from contacts_fts where contacts_fts match ${slot<string>(12)})`
-    : sql<SqlBool>`contacts.search_terms @> cast(${slot<string>(12)} as text[])`;
-  // A word checked on the row: it begins a word of search_text. What the terms cannot say (a word
-  // longer than their six characters), and on SQLite the whole test when a walk in list order
-  // meets matches often (no list of every match is built then).
-  const textConditions = [
-    ...(words ? [matchingTerms] : []),
-    ...Array.from({ length: checks }, (_, i) => sql<SqlBool>`(' ' || contacts.search_text) like ${slot<string>(13 + i)}`),
-  ];
-  const textMatch = textConditions.length > 0 ? sql<SqlBool>`(${sql.join(textConditions, sql` and `)})` : null;
-  const key = sortKey(sort);
-  // Typed as the columns either way: the caller knows which rows it asked for (pageRows).
-  const columns = json
-    ? ([contactJson(db).as('json'), 'contacts.id', 'contacts.created_at', key.as('sort_key')] as unknown as typeof CONTACT_COLUMNS)
-    : ([...CONTACT_COLUMNS, key.as('sort_key')] as unknown as typeof CONTACT_COLUMNS);
-  const position = { createdAt: slot<string>(4), id: slot<string>(5) };
-  // Only the default order can be walked from a label's links or a pair's rows (they hold the
-  // contact's created_at); another order walks the contacts, each filter a condition on it.
-  const byCreation = sort === 'created_at';
-  const hasLabel = (eb: ExpressionBuilder<Database, 'contacts'>) =>
-    eb.exists(
-      eb
-        .selectFrom('contact_labels')
-        .select('contact_labels.contact_id')
-        .whereRef('contact_labels.contact_id', '=', 'contacts.id')
-        .where('contact_labels.label_id', '=', slot<string>(2)),
-    );
-  if (meta && !email && !external && byCreation) {
-    // The pair's rows in list order, a range of the (org_id, key, value, contact_created_at,
-    // contact_id) index from the position on, each joined to its contact (as a label's links are).
-    let query = db
-      .selectFrom('contact_metadata')
-      .innerJoin('contacts', 'contacts.id', 'contact_metadata.contact_id')
-      .select(columns)
-      .where('contact_metadata.org_id', '=', slot<string>(0))
-      .where('contact_metadata.key', '=', slot<string>(9))
-      .where('contact_metadata.value', '=', slot<string>(10));
-    if (label) query = query.where(hasLabel);
-    if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
-    if (textMatch) query = query.where(textMatch);
-    if (after) query = query.where(afterPosition('contact_metadata', position, ['contact_created_at', 'contact_id']));
-    return query.orderBy('contact_metadata.contact_created_at').orderBy('contact_metadata.contact_id').limit(slot<number>(6));
-  }
-  if (label && !email && !external && byCreation) {
-    // The label's links in list order, a range of the (label_id, org_id, contact_created_at,
-    // contact_id) index from the position on, each joined to its contact: a rare or unused label
-    // reads a few index entries, not the organisation's contacts. The links carry their contact's
-    // created_at, so the order and the cursor are those of the unfiltered list.
-    const links = db.selectFrom('contact_labels');
-    let query = links.innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id').where('contacts.org_id', '=', slot<string>(0));
-    query = query
-      .select(columns)
-      .where('contact_labels.label_id', '=', slot<string>(2))
-      .where('contact_labels.org_id', '=', slot<string>(0));
-    if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
-    if (textMatch) query = query.where(textMatch);
-    if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
-    return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
-  }
-  // With few matches, SQLite's `+` keeps the page indexes out: the matches' rowids drive, and the
-  // few rows are sorted. Otherwise (a common word) the walk in list order fills a page soon.
-  let query = few
-    ? db
-        .selectFrom('contacts')
-        .select(columns)
-        .where(sql<SqlBool>`+contacts.org_id = ${slot<string>(0)}`)
-    : db.selectFrom('contacts').select(columns).where('contacts.org_id', '=', slot<string>(0));
-  if (email) query = query.where('contacts.email_lower', '=', slot<string>(1));
-  if (external) query = query.where('contacts.external_id', '=', slot<string>(8));
-  // With an email or external id as well, the label and the pair are checked on the one contact
-  // it finds, by primary key.
-  if (label) query = query.where(hasLabel);
-  if (meta) {
-    query = query.where((eb) =>
+const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>(
+  (db, slot, shapeText) => {
+    const { email, label, after, external, meta, updatedAfter, words, checks, few, sort, json } = JSON.parse(shapeText) as Shape;
+    const sqlite = !(db.getExecutor().adapter instanceof PostgresAdapter);
+    // The index of terms (migration 014): on SQLite the matches' rowids from FTS5, a list built once
+    // per query, from which the few matches are read and sorted (`few`); on PostgreSQL the GIN-indexed
+    // search_terms, which the planner reads for a rare term or checks on each row of the list's walk
+    // for a common one. (A per-contact MATCH with rowid = … re-runs the full-text query for each
+    // contact: measured at 200,000 contacts, a common word took seconds.)
+    const matchingTerms = sqlite
+      ? sql<SqlBool>`contacts.rowid in (select rowid from contacts_fts where contacts_fts match ${slot<string>(12)})`
+      : sql<SqlBool>`contacts.search_terms @> cast(${slot<string>(12)} as text[])`;
+    // A word checked on the row: it begins a word of search_text. What the terms cannot say (a word
+    // longer than their six characters), and on SQLite the whole test when a walk in list order
+    // meets matches often (no list of every match is built then).
+    const textConditions = [
+      ...(words ? [matchingTerms] : []),
+      ...Array.from({ length: checks }, (_, i) => sql<SqlBool>`(' ' || contacts.search_text) like ${slot<string>(13 + i)}`),
+    ];
+    const textMatch = textConditions.length > 0 ? sql<SqlBool>`(${sql.join(textConditions, sql` and `)})` : null;
+    const key = sortKey(sort);
+    // Typed as the columns either way: the caller knows which rows it asked for (pageRows).
+    const columns = json
+      ? ([contactJson(db).as('json'), 'contacts.id', 'contacts.created_at', key.as('sort_key')] as unknown as typeof CONTACT_COLUMNS)
+      : ([...CONTACT_COLUMNS, key.as('sort_key')] as unknown as typeof CONTACT_COLUMNS);
+    const position = { createdAt: slot<string>(4), id: slot<string>(5) };
+    // Only the default order can be walked from a label's links or a pair's rows (they hold the
+    // contact's created_at); another order walks the contacts, each filter a condition on it.
+    const byCreation = sort === 'created_at';
+    const hasLabel = (eb: ExpressionBuilder<Database, 'contacts'>) =>
       eb.exists(
         eb
-          .selectFrom('contact_metadata')
-          .select('contact_metadata.contact_id')
-          .whereRef('contact_metadata.contact_id', '=', 'contacts.id')
-          .where('contact_metadata.key', '=', slot<string>(9))
-          .where('contact_metadata.value', '=', slot<string>(10)),
-      ),
-    );
-  }
-  if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
-  if (textMatch) query = query.where(textMatch);
-  // An email or external id names at most one contact (unique in the organisation): nothing to
-  // order, and PostgreSQL would otherwise add a sort step over the unique index's one row.
-  if (email || external) return query.limit(slot<number>(6));
-  // Keyset order on (key, id), over the (org_id, key, id) indexes (migration 013); descending
-  // walks them backwards. The position is the last row's own values, so rows written during a
-  // walk never make a seen row repeat or an unseen one be skipped, except a row whose key itself
-  // moves: by updated_at, a contact changed during the walk moves past the position and is seen
-  // again later, never lost.
-  const descending = sort.startsWith('-');
-  if (after)
-    query = query.where(sql<SqlBool>`(${key}, contacts.id) ${sql.raw(descending ? '<' : '>')} (${position.createdAt}, ${position.id})`);
-  const direction = descending ? 'desc' : 'asc';
-  return query
-    .orderBy(few ? sql`+${key}` : key, direction)
-    .orderBy('contacts.id', direction)
-    .limit(slot<number>(6));
-});
+          .selectFrom('contact_labels')
+          .select('contact_labels.contact_id')
+          .whereRef('contact_labels.contact_id', '=', 'contacts.id')
+          .where('contact_labels.label_id', '=', slot<string>(2)),
+      );
+    if (meta && !email && !external && byCreation) {
+      // The pair's rows in list order, a range of the (org_id, key, value, contact_created_at,
+      // contact_id) index from the position on, each joined to its contact (as a label's links are).
+      let query = db
+        .selectFrom('contact_metadata')
+        .innerJoin('contacts', 'contacts.id', 'contact_metadata.contact_id')
+        .select(columns)
+        .where('contact_metadata.org_id', '=', slot<string>(0))
+        .where('contact_metadata.key', '=', slot<string>(9))
+        .where('contact_metadata.value', '=', slot<string>(10));
+      if (label) query = query.where(hasLabel);
+      if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+      if (textMatch) query = query.where(textMatch);
+      if (after) query = query.where(afterPosition('contact_metadata', position, ['contact_created_at', 'contact_id']));
+      return query.orderBy('contact_metadata.contact_created_at').orderBy('contact_metadata.contact_id').limit(slot<number>(6));
+    }
+    if (label && !email && !external && byCreation) {
+      // The label's links in list order, a range of the (label_id, org_id, contact_created_at,
+      // contact_id) index from the position on, each joined to its contact: a rare or unused label
+      // reads a few index entries, not the organisation's contacts. The links carry their contact's
+      // created_at, so the order and the cursor are those of the unfiltered list.
+      const links = db.selectFrom('contact_labels');
+      let query = links.innerJoin('contacts', 'contacts.id', 'contact_labels.contact_id').where('contacts.org_id', '=', slot<string>(0));
+      query = query
+        .select(columns)
+        .where('contact_labels.label_id', '=', slot<string>(2))
+        .where('contact_labels.org_id', '=', slot<string>(0));
+      if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+      if (textMatch) query = query.where(textMatch);
+      if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
+      return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
+    }
+    // With few matches, SQLite's `+` keeps the page indexes out: the matches' rowids drive, and the
+    // few rows are sorted. Otherwise (a common word) the walk in list order fills a page soon.
+    let query =
+      few && sqlite
+        ? db
+            .selectFrom('contacts')
+            .select(columns)
+            .where(sql<SqlBool>`+contacts.org_id = ${slot<string>(0)}`)
+        : db.selectFrom('contacts').select(columns).where('contacts.org_id', '=', slot<string>(0));
+    if (email) query = query.where('contacts.email_lower', '=', slot<string>(1));
+    if (external) query = query.where('contacts.external_id', '=', slot<string>(8));
+    // With an email or external id as well, the label and the pair are checked on the one contact
+    // it finds, by primary key.
+    if (label) query = query.where(hasLabel);
+    if (meta) {
+      query = query.where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('contact_metadata')
+            .select('contact_metadata.contact_id')
+            .whereRef('contact_metadata.contact_id', '=', 'contacts.id')
+            .where('contact_metadata.key', '=', slot<string>(9))
+            .where('contact_metadata.value', '=', slot<string>(10)),
+        ),
+      );
+    }
+    if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
+    if (textMatch) query = query.where(textMatch);
+    // An email or external id names at most one contact (unique in the organisation): nothing to
+    // order, and PostgreSQL would otherwise add a sort step over the unique index's one row.
+    if (email || external) return query.limit(slot<number>(6));
+    // Keyset order on (key, id), over the (org_id, key, id) indexes (migration 013); descending
+    // walks them backwards. The position is the last row's own values, so rows written during a
+    // walk never make a seen row repeat or an unseen one be skipped, except a row whose key itself
+    // moves: by updated_at, a contact changed during the walk moves past the position and is seen
+    // again later, never lost.
+    const descending = sort.startsWith('-');
+    if (after)
+      query = query.where(sql<SqlBool>`(${key}, contacts.id) ${sql.raw(descending ? '<' : '>')} (${position.createdAt}, ${position.id})`);
+    const direction = descending ? 'desc' : 'asc';
+    // With few matches, an expression of the key (SQLite's `+`, PostgreSQL's `|| ''`) leaves the
+    // planner no index walk in list order: it reads the matches from the terms' index and sorts them.
+    const unwalkable = (expression: ReturnType<typeof sql<string>>) => (sqlite ? sql`+${expression}` : sql`${expression} || ''`);
+    return query
+      .orderBy(few ? unwalkable(key) : key, direction)
+      .orderBy(few && !sqlite ? sql`contacts.id || ''` : 'contacts.id', direction)
+      .limit(slot<number>(6));
+  },
+  (shapeText) => !(JSON.parse(shapeText) as Shape).words,
+);
 
 /** Each word's first characters, as the terms hold them (migration 014): up to six characters, not UTF-16 units. */
 const TERM_LENGTH = 6;
@@ -192,19 +199,29 @@ function termsQuery(ctx: Ctx, words: string[]): string | string[] {
 }
 
 /**
- * Up to this many matches in the organisation, a search on SQLite reads its matches and sorts
- * them; above it, it walks the list in order checking each contact (LIKE on search_text), which
- * soon fills a page. Counting up to it reads at most this many entries of FTS5's lists (measured
- * at 1,000,000 contacts: 0.3 ms for a word in every contact). Between the two lies the slowest
- * search: a word in one contact of a thousand walks 26,000 rows for a page of 25 (about 15 ms).
- * PostgreSQL chooses between the two from its statistics of the terms.
+ * Up to this many matches in the organisation, a search reads its matches from the terms' index
+ * and sorts them; above it, it walks the list in order checking each contact, which soon fills a
+ * page. Counting up to it reads at most this many entries (measured at 1,000,000 contacts on
+ * SQLite: 0.3 ms for a word in every contact). Between the two lies the slowest search: a word in
+ * one contact of a thousand walks 26,000 rows for a page of 25 (about 15 ms).
+ *
+ * On PostgreSQL the count is planned for its terms (most common elements statistics): a rare term
+ * is read from the GIN index, a common one by a scan that stops at the limit. Its planner alone
+ * cannot be trusted with the page: a rare word with a common one ("first 12345") was estimated
+ * at 4,592 matches of 1,000,000 and walked in list order, reading every contact (measured).
  */
 const FEW_MATCHES = 1000;
 
-async function fewMatches(ctx: Ctx, query: string): Promise<boolean> {
-  const { rows } = await sql<{
-    n: number;
-  }>`select count(*) as n from (select rowid from contacts_fts where contacts_fts match ${query} limit ${FEW_MATCHES + 1})`.execute(ctx.db);
+async function fewMatches(ctx: Ctx, terms: string | string[]): Promise<boolean> {
+  const { rows } =
+    typeof terms === 'string'
+      ? await sql<{
+          n: number;
+        }>`select count(*) as n from (select rowid from contacts_fts where contacts_fts match ${terms} limit ${FEW_MATCHES + 1})`.execute(
+          ctx.db,
+        )
+      : await sql<{ n: number }>`select count(*) as n from (select 1 from contacts where org_id = ${ctx.orgId}
+          and search_terms @> cast(${terms} as text[]) limit ${FEW_MATCHES + 1}) as matches`.execute(ctx.db);
   return Number(rows[0]?.n ?? 0) <= FEW_MATCHES;
 }
 
@@ -215,7 +232,7 @@ async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, js
   const words = filters.words;
   const terms = words && termsQuery(ctx, words);
   const sqlite = typeof terms === 'string';
-  const few = sqlite && (await fewMatches(ctx, terms));
+  const few = terms !== undefined && (await fewMatches(ctx, terms));
   // The words checked on the row: on SQLite's walk every one, otherwise those longer than a term.
   const checked = words ? (sqlite && !few ? words : words.filter(isLong)) : [];
   const shape: Shape = {
