@@ -57,6 +57,11 @@ export interface Config {
   databasePoolSize: number;
   /** PostgreSQL: a statement running longer is cancelled (the request fails with a 500). */
   databaseStatementTimeoutMs: number;
+  /**
+   * The bearer token of `GET /metrics` (Prometheus text format); null: there is no such endpoint
+   * (it answers 404 like any unknown path).
+   */
+  metricsToken: string | null;
 }
 
 export interface S3Settings {
@@ -189,6 +194,19 @@ function s3Settings(env: Env, maxFileBytes: number, downloadUrlTtlSeconds: numbe
   };
 }
 
+/**
+ * METRICS_TOKEN: what Prometheus sends as `Authorization: Bearer …` to scrape GET /metrics. Long
+ * enough not to be guessed, and a single header token (no spaces, printable ASCII).
+ */
+function metricsToken(env: Env): string | null {
+  const raw = env.METRICS_TOKEN;
+  if (raw === undefined || raw === '') return null;
+  if (!/^[\x21-\x7e]{16,256}$/.test(raw)) {
+    throw new ConfigError('METRICS_TOKEN', 'must be 16 to 256 printable ASCII characters without spaces (e.g. `openssl rand -hex 24`)');
+  }
+  return raw;
+}
+
 function blobStore(env: Env): 'local' | 's3' {
   const raw = env.BLOB_STORE || 'local';
   if (raw !== 'local' && raw !== 's3') throw new ConfigError('BLOB_STORE', `must be local or s3, got "${raw}"`);
@@ -298,5 +316,6 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     shutdownDelaySeconds,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 24 * 3600 * 1000),
+    metricsToken: metricsToken(env),
   };
 }

@@ -16,6 +16,7 @@ import { DependencyHealth } from './infra/health.js';
 import { withDeadline } from './infra/deadline.js';
 import { deliveryWorkerFor } from './infra/webhooks/deliveryWorker.js';
 import { purgeOldDeliveries } from './domain/webhooks/outbox.js';
+import { ServiceMetrics } from './infra/metrics.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -65,7 +66,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const https =
     config.tlsCertFile && config.tlsKeyFile ? { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } : null;
   const blobs = await openBlobStore(config);
-  const app = await buildApp({ config, db, rateLimiter, signInThrottle, blobs, https, shutdown, keyCache: keyCache ?? null, health });
+  // GET /metrics (with METRICS_TOKEN): the app counts requests into it, the delivery worker attempts.
+  const metrics = config.metricsToken ? new ServiceMetrics({ db, redis: config.redisUrl ? health : null, blobs }) : undefined;
+  const app = await buildApp({
+    config,
+    db,
+    rateLimiter,
+    signInThrottle,
+    blobs,
+    https,
+    shutdown,
+    keyCache: keyCache ?? null,
+    health,
+    metrics,
+  });
   health.log = app.log;
   // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused,
   // leftovers of interrupted uploads, and expired dashboard sessions.
@@ -84,7 +98,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   purge.unref();
   const url = await app.listen({ port: config.port, host: config.host });
   // Webhook deliveries: this instance sends its share of the outbox (see deliveryWorker.ts).
-  const deliveries = deliveryWorkerFor(config, db.kysely, app.log);
+  const deliveries = deliveryWorkerFor(config, db.kysely, app.log, metrics && ((ok) => metrics.webhookAttempt(ok)));
   if (config.webhookWorker) deliveries.start();
   return {
     app,

@@ -38,7 +38,23 @@ export interface Db {
   dialect: Dialect;
   /** PostgreSQL schema the tables live in, when not the connection's default. */
   pgSchema?: string;
+  /**
+   * The connection pool now, for GET /metrics; null on SQLite: one connection inside the process,
+   * whose statements run synchronously, so there is no pool to be short of and no queue to see.
+   */
+  poolStats(): PoolStats | null;
   close(): Promise<void>;
+}
+
+/** PostgreSQL's connection pool at one instant (node-postgres' counts, without its types). */
+export interface PoolStats {
+  /** Connections the pool may open (DATABASE_POOL_SIZE). */
+  max: number;
+  /** Connections open, checked out by a request or a worker, or idle in the pool. */
+  inUse: number;
+  idle: number;
+  /** Requests waiting for a connection because all `max` are in use. */
+  waiting: number;
 }
 
 export interface DatabaseOptions {
@@ -85,7 +101,9 @@ export function openDatabase(options: DatabaseOptions): Db {
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {});
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }) });
-    return { kysely, dialect: 'postgres', pgSchema: options.pgSchema, close: () => kysely.destroy() };
+    const max = options.poolSize ?? 10;
+    const poolStats = () => ({ max, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
+    return { kysely, dialect: 'postgres', pgSchema: options.pgSchema, poolStats, close: () => kysely.destroy() };
   }
   let file = ':memory:';
   if (options.dataDir !== ':memory:') {
@@ -107,7 +125,7 @@ export function openDatabase(options: DatabaseOptions): Db {
   const statements = withStatementCache(sqlite);
   const kysely = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: statements }) });
   direct.set(kysely, { sqlite, prepare: statements.prepare });
-  return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+  return { kysely, dialect: 'sqlite', poolStats: () => null, close: () => kysely.destroy() };
 }
 
 /**

@@ -33,6 +33,8 @@ import { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
 import { sqliteDataVersionGuard } from '../infra/keyCache/sqliteGuard.js';
 import { sqliteConnectionOf } from '../db/database.js';
 import type { DependencyHealth } from '../infra/health.js';
+import { ServiceMetrics } from '../infra/metrics.js';
+import { metricsRoute, observeRequests } from './routes/metrics.js';
 
 export interface AppDeps {
   config: Config;
@@ -53,8 +55,13 @@ export interface AppDeps {
    * fed by Redis or by PostgreSQL's LISTEN/NOTIFY, see infra/choose.ts openKeyCache).
    */
   keyCache?: VerifiedKeyCache | null;
-  /** What this instance works without right now (Redis unreachable), for /readyz. */
+  /** What this instance works without right now (Redis unreachable), for /readyz and /metrics. */
   health?: DependencyHealth;
+  /**
+   * What GET /metrics exposes, when METRICS_TOKEN is set: by default a registry of this app's own
+   * (the server passes the one its delivery worker counts into too).
+   */
+  metrics?: ServiceMetrics;
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
@@ -133,6 +140,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // past its limit); the check is a walk over open connections.
   (app.server as typeof app.server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1000;
 
+  const blobs = deps.blobs ?? (await openBlobStore(config));
+  // Without METRICS_TOKEN nothing is counted and /metrics is an unknown path like any other.
+  const metrics = config.metricsToken
+    ? (deps.metrics ?? new ServiceMetrics({ db: deps.db, redis: config.redisUrl ? (deps.health ?? null) : null, blobs }))
+    : null;
+  if (metrics) observeRequests(app, metrics);
+
   useStrictValidation(app);
   // Unknown query parameters are refused everywhere, not only on lists (a misspelt parameter
   // silently ignored is a bug the client never sees).
@@ -203,7 +217,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         : undefined;
   const links = new SignedLinks(config.secretKey, config.publicUrl);
   const files: FileDeps = {
-    blobs: deps.blobs ?? (await openBlobStore(config)),
+    blobs,
     links,
     maxFileBytes: config.maxFileBytes,
     uploadTtlSeconds: config.uploadUrlTtlSeconds,
@@ -211,6 +225,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   };
 
   await app.register(opsRoutes, { db: deps.db, shutdown, health: deps.health });
+  if (metrics && config.metricsToken) await app.register(metricsRoute, { metrics, token: config.metricsToken });
   await app.register(transferRoutes, { db: deps.db.kysely, files, links });
   await app.register(dashboard, {
     db: deps.db.kysely,

@@ -60,4 +60,9 @@ export interface BlobStore {
   directDownloadUrl(key: string, headers: DownloadHeaders, now: Date, expiresAt: Date): Promise<string | null>;
   /** Removes leftovers of interrupted writes older than `olderThan`; returns how many. */
   sweep(olderThan: Date): Promise<number>;
+  /**
+   * A store across the network (S3) answers a cheap request within `ms`, or this rejects: its
+   * reachability for GET /metrics. Absent for a local directory, which is no shared dependency.
+   */
+  probe?(ms: number): Promise<void>;
 }

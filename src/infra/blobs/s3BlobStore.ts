@@ -5,6 +5,7 @@ import {
   CopyObjectCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   ListObjectsV2Command,
   type S3Client,
 } from '@aws-sdk/client-s3';
@@ -13,6 +14,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { BlobStoreUnavailableError, type BlobStore, type DownloadHeaders, type StagedBlob } from './blobStore.js';
 import { borrow, UploadMeter } from './meter.js';
 import { DEADLINE_MS, isUnavailable } from './s3Client.js';
+import { withDeadline } from '../deadline.js';
 
 /** Uploads land under this prefix, one object per attempt, until their commit copies them into place. */
 export const STAGING_PREFIX = 'staging/';
@@ -148,6 +150,16 @@ export class S3BlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     await this.call((abortSignal) => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal }));
+  }
+
+  /**
+   * HEAD on the bucket: one request, no body, and it proves the credentials too (it needs
+   * s3:ListBucket, which sweep needs anyway). Its own short deadline, not DEADLINE_MS: a scrape
+   * must answer sooner than a file request may take.
+   */
+  async probe(ms: number): Promise<void> {
+    const abortSignal = AbortSignal.timeout(ms);
+    await withDeadline(this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }), ms, 'the bucket');
   }
 
   async directDownloadUrl(key: string, headers: DownloadHeaders, now: Date, expiresAt: Date): Promise<string | null> {

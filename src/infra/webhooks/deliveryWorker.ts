@@ -42,6 +42,8 @@ export interface DeliveryWorkerOptions {
   perEndpoint?: number;
   /** Poll interval when there was nothing to do. */
   idlePollMs?: number;
+  /** Told of every attempt this worker makes, as it ends (GET /metrics counts them). */
+  onAttempt?: (ok: boolean) => void;
 }
 
 /** Deliveries held at most: overall (claimed, not yet recorded) and per endpoint (claimed, not yet sent). */
@@ -244,6 +246,7 @@ export class DeliveryWorker {
     }
     if (this.stopped) return;
     this.attempts += 1;
+    this.options.onAttempt?.(outcome.ok);
     this.outcomes.push(outcome);
     if (this.outcomes.length >= FLUSH_AT) void this.flush();
     else this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_MS);
@@ -282,12 +285,18 @@ export class DeliveryWorker {
 }
 
 /** The worker `orgdata serve` runs, configured from the environment. */
-export function deliveryWorkerFor(config: Config, db: Kysely<Database>, log: DeliveryWorkerOptions['log']): DeliveryWorker {
+export function deliveryWorkerFor(
+  config: Config,
+  db: Kysely<Database>,
+  log: DeliveryWorkerOptions['log'],
+  onAttempt?: DeliveryWorkerOptions['onAttempt'],
+): DeliveryWorker {
   return new DeliveryWorker({
     db,
     policy: { retrySchedule: config.webhookRetrySchedule, disableAfterFailures: config.webhookDisableAfterFailures },
     urlPolicy: { allowPrivateUrls: config.webhookAllowPrivateUrls },
     timeoutMs: config.webhookTimeoutSeconds * 1000,
     log,
+    onAttempt,
   });
 }
