@@ -8,6 +8,7 @@
  *   npm run bench:profile                       (list-25, get-by-id and create, one after another)
  *   BENCH_PROFILE_TARGETS=create BENCH_PROFILE_DIALECT=postgres npm run bench:profile
  *   BENCH_PROFILE_TARGETS=batch-upsert BENCH_CONNECTIONS=2 npm run bench:profile   (100 changed contacts a request)
+ *   BENCH_PROFILE_METRICS=1 npm run bench:profile   (with METRICS_TOKEN set: what counting requests costs)
  *
  * The raw profile is kept in bench/.profile-tmp-<target>.cpuprofile (git-ignored): open it in
  * Chrome's DevTools for the full call tree.
@@ -84,7 +85,9 @@ async function main(): Promise<void> {
   writePreload();
   for (const target of TARGETS) {
     const out = path.join(import.meta.dirname, `.profile-tmp-${target}.cpuprofile`);
-    const env = await serverEnv(DIALECT, { LOG_LEVEL: 'error', PROFILE_OUT: out });
+    const metrics: Record<string, string> =
+      process.env.BENCH_PROFILE_METRICS === '1' ? { METRICS_TOKEN: 'bench-metrics-token-0123456789' } : {};
+    const env = await serverEnv(DIALECT, { LOG_LEVEL: 'error', PROFILE_OUT: out, ...metrics });
     env.env.NODE_OPTIONS = `${env.env.NODE_OPTIONS ?? ''} --import=${PRELOAD}`.trim();
     const { key } = await orgWithKey(env.env);
     const proc = await startServerProcess(env, { built: true });

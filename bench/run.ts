@@ -7,6 +7,12 @@
  *   BENCH_ROUNDS=5 BENCH_SECONDS=10 BENCH_CONNECTIONS=20 npm run bench
  *   BENCH_SETUPS=sqlite,postgres,postgres+redis npm run bench   (PostgreSQL from TEST_DATABASE_URL,
  *                                                               Redis from TEST_REDIS_URL)
+ *   BENCH_SETUPS=sqlite,sqlite+metrics BENCH_TARGETS='bare /list,list-25' npm run bench
+ *       (+metrics: METRICS_TOKEN set and GET /metrics scraped every BENCH_SCRAPE_SECONDS, default
+ *       5, three times as often as Prometheus's default; BENCH_TARGETS keeps only the targets whose
+ *       names end with one of these)
+ *   BENCH_SETUPS=sqlite,sqlite#2 …   (#n: a second server set up the same, to see how far two
+ *                                    identical servers differ on this machine)
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -29,6 +35,10 @@ const SETUPS = (
     .filter(Boolean)
     .join(',')
 ).split(',');
+
+const TARGETS = process.env.BENCH_TARGETS?.split(',').map((t) => t.trim());
+const SCRAPE_SECONDS = Number(process.env.BENCH_SCRAPE_SECONDS ?? 5);
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
 interface Target {
   name: string;
@@ -103,9 +113,11 @@ async function startBare(): Promise<{ url: string; pid: number; stop(): void }> 
 /** A running orgdata with a key and SEED contacts (with a label), plus a few groups for events. */
 async function startOrgdata(
   setup: string,
-): Promise<{ proc: ServerProcess; url: string; key: string; ids: string[]; stop(): Promise<void> }> {
-  const redis: Record<string, string> = setup.endsWith('+redis') ? { REDIS_URL: process.env.TEST_REDIS_URL! } : {};
-  const env = await serverEnv(setup.startsWith('postgres') ? 'postgres' : 'sqlite', { ...redis, LOG_LEVEL: 'error' });
+): Promise<{ proc: ServerProcess; url: string; key: string; ids: string[]; scrapes: () => number; stop(): Promise<void> }> {
+  const parts = setup.split('#')[0]!.split('+');
+  const redis: Record<string, string> = parts.includes('redis') ? { REDIS_URL: process.env.TEST_REDIS_URL! } : {};
+  const metrics: Record<string, string> = parts.includes('metrics') ? { METRICS_TOKEN } : {};
+  const env = await serverEnv(parts[0] === 'postgres' ? 'postgres' : 'sqlite', { ...redis, ...metrics, LOG_LEVEL: 'error' });
   const { key } = await orgWithKey(env.env);
   const proc = await startServerProcess(env, { built: true });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -133,12 +145,27 @@ async function startOrgdata(
     );
     ids.push(...batch);
   }
+  // What Prometheus would do: scrape GET /metrics on a schedule, all through the run.
+  let scrapes = 0;
+  const scraper = metrics.METRICS_TOKEN
+    ? setInterval(() => {
+        fetch(`${env.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+          .then(async (res) => {
+            if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`);
+            await res.text();
+            scrapes++;
+          })
+          .catch((error: unknown) => process.stderr.write(`scrape failed: ${String(error)}\n`));
+      }, SCRAPE_SECONDS * 1000)
+    : undefined;
   return {
     proc,
     url: env.url,
     key,
     ids,
+    scrapes: () => scrapes,
     async stop() {
+      clearInterval(scraper);
       proc.child.kill('SIGTERM');
       await proc.exited;
       await env.dispose();
@@ -205,8 +232,9 @@ async function main(): Promise<void> {
         { name: `${server.setup} events-25`, pid, options: () => ({ url: `${server.url}/api/v1/events?limit=25`, headers: auth }) },
       );
     }
+    const measured = TARGETS ? targets.filter((target) => TARGETS.some((end) => target.name.endsWith(end))) : targets;
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const target of targets) {
+      for (const target of measured) {
         process.stderr.write(`round ${round}/${ROUNDS}: ${target.name}…\n`);
         await load(target, WARMUP);
         const sample = await load(target, SECONDS);
@@ -214,7 +242,10 @@ async function main(): Promise<void> {
         peaks.set(target.name, Math.max(peaks.get(target.name) ?? 0, memoryOf(target.pid()).peakMb));
       }
     }
-    for (const server of servers) await server.stop();
+    for (const server of servers) {
+      if (server.setup.includes('+metrics')) console.log(`${server.setup}: GET /metrics scraped ${server.scrapes()} times`);
+      await server.stop();
+    }
   } finally {
     bare.stop();
   }
@@ -254,6 +285,7 @@ async function main(): Promise<void> {
   // time per request as a share of ours (what the throughput ratio would be with the server alone
   // on a core). On a quiet machine they agree; when other tenants take the CPU, trust the second.
   const verdict = (label: string, name: string, bare: string, target: number) => {
+    if (!results.has(name) || !results.has(bare)) return;
     const byRps = rpsOf(name) / rpsOf(bare);
     const byCpu = cpuOf(bare) / cpuOf(name);
     const met = (value: number) => (value >= target ? 'met' : 'NOT met');
@@ -268,6 +300,25 @@ async function main(): Promise<void> {
   }
   if (SETUPS.includes('sqlite') && SETUPS.includes('postgres')) {
     verdict('postgres list-25 / sqlite list-25', 'postgres list-25', 'sqlite list-25', 0.5);
+  }
+  // The cost of GET /metrics: each target of a +metrics setup against the same setup without (and
+  // a #n setup against its twin), as the medians' ratio and round by round: the two are measured
+  // one after the other in a round, so the machine's drift between rounds cancels out of each
+  // round's ratio.
+  const pairs = SETUPS.flatMap((setup) =>
+    setup.endsWith('+metrics') ? [[setup, setup.slice(0, -'+metrics'.length)]] : setup.includes('#') ? [[setup, setup.split('#')[0]!]] : [],
+  );
+  for (const [setup, plain] of pairs) {
+    for (const target of ['list-25', 'get-by-id', 'create', 'events-25']) {
+      const [withMetrics, without] = [results.get(`${setup} ${target}`), results.get(`${plain} ${target}`)];
+      if (!withMetrics || !without) continue;
+      verdict(`${setup} ${target} / ${plain} ${target}`, `${setup} ${target}`, `${plain} ${target}`, 0.97);
+      const percent = (values: number[]) =>
+        `median ${(median(values) * 100).toFixed(1)} %, ${(Math.min(...values) * 100).toFixed(1)}–${(Math.max(...values) * 100).toFixed(1)} %`;
+      const byRps = withMetrics.map((s, i) => s.rps / without[i]!.rps);
+      const byCpu = withMetrics.map((s, i) => without[i]!.cpuUs / s.cpuUs);
+      console.log(`  round by round: ${percent(byRps)} by req/s; ${percent(byCpu)} by CPU time per request`);
+    }
   }
   if (summary.some((s) => s.failed > 0)) {
     console.log('warning: some requests failed; those figures are not comparable.');
