@@ -1,22 +1,20 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { sql } from 'kysely';
-import { ConfigError, loadConfig, type Config } from './config.js';
-import { isConnectionLost, isStatementTimeout, migrateToLatest, openDatabase, type Db } from './db/database.js';
+import { ConfigError, loadConfig } from './config.js';
+import { isConnectionLost, isStatementTimeout, migrateToLatest, openDatabase } from './db/database.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
 import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
 import { listOrgMembers } from './domain/orgs/members.js';
 import { listOrgs, setPassword } from './domain/orgs/operator.js';
 import { checkSecretFingerprint } from './db/secretFingerprint.js';
-import { openRevocationGuard } from './infra/choose.js';
 import { ShutdownFailed, startServer } from './server.js';
 import { webhookCommand } from './cli/webhooks.js';
-import { backup, OperatorError, restore } from './cli/backup.js';
-import { eraseContact } from './domain/contacts/erase.js';
-import { problemBody, PROBLEM_TYPE } from './http/problem.js';
+import { OperatorError, required, UsageError } from './cli/operatorError.js';
+import { withDb } from './cli/withDb.js';
+import { readNewPassword } from './cli/password.js';
+import { backupCommand, eraseCommand, restoreCommand } from './cli/dataCommands.js';
 import { version } from './version.js';
-import path from 'node:path';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
 
@@ -43,101 +41,6 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata restore --from DIR         a backup back into an empty DATA_DIR, checked against its manifest
 
 Configuration comes from the environment (see README): DATA_DIR, DATABASE_URL, SECRET_KEY, …`;
-
-class UsageError extends Error {}
-
-type Options = Record<string, string | boolean | undefined>;
-
-function required(options: Options, name: string): string {
-  const value = options[name];
-  if (typeof value !== 'string' || value === '') throw new UsageError(`missing --${name}`);
-  return value;
-}
-
-/**
- * Opens the existing database for a command (never creating one: see openDatabase's mustExist),
- * applies pending migrations and checks SECRET_KEY against the data's (checkSecretFingerprint).
- */
-async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, mustExist: true });
-  // Servers over PostgreSQL cache verified keys and hear of revocations through Redis (REDIS_URL)
-  // or PostgreSQL's NOTIFY: a revocation made here is published there too (on SQLite they see
-  // the file change).
-  // A revocation that could not be published commits all the same; the operator is told.
-  const unpublished: string[] = [];
-  const onUnpublished = (error: unknown) => unpublished.push(error instanceof Error ? error.message : String(error));
-  const feed = db.dialect === 'postgres' ? await openRevocationGuard(config, db, { listen: false, onUnpublished }) : null;
-  try {
-    if (db.dialect === 'postgres') await requireTables(db);
-    await migrateToLatest(db);
-    await checkSecretFingerprint(db.kysely, config.secretKey);
-    return await run(db);
-  } finally {
-    await feed?.close?.();
-    await db.close();
-    if (unpublished.length > 0) {
-      process.stderr.write(
-        `orgdata: warning: the revocation is saved, but could not be published through Redis (${unpublished[0]}). ` +
-          'Servers that cannot reach Redis do not use their key cache; one that still reaches it may accept the key for up to 60 s.\n',
-      );
-    }
-  }
-}
-
-/** A PostgreSQL database the server has never used has no tables: the command is pointed at the wrong one. */
-async function requireTables(db: Db): Promise<void> {
-  const { rows } = await sql<{ found: string | null }>`select to_regclass('kysely_migration')::text as found`.execute(db.kysely);
-  if (!rows[0]?.found) {
-    throw new ConfigError(
-      'DATABASE_URL',
-      'that database has no orgdata tables. Point DATABASE_URL at the database the server uses, or run `orgdata migrate` (or start the server) to create them.',
-    );
-  }
-}
-
-/**
- * A new password for `users set-password`: standard input's first line, or asked for (twice, not
- * echoed) on a terminal. Never an argument: arguments show in `ps` and in shell history.
- */
-async function readNewPassword(): Promise<string> {
-  if (!process.stdin.isTTY) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    return text.split(/\r?\n/)[0] ?? '';
-  }
-  const first = await promptHidden('New password: ');
-  const second = await promptHidden('Again: ');
-  if (first !== second) throw new UsageError('the two passwords differ');
-  return first;
-}
-
-function promptHidden(question: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const input = process.stdin;
-    process.stderr.write(question);
-    input.setRawMode(true);
-    input.resume();
-    let answer = '';
-    const done = (error?: Error) => {
-      input.setRawMode(false);
-      input.pause();
-      input.off('data', onData);
-      process.stderr.write('\n');
-      if (error) reject(error);
-      else resolve(answer);
-    };
-    const onData = (data: Buffer) => {
-      for (const char of data.toString('utf8')) {
-        if (char === '\r' || char === '\n') return done();
-        if (char === '\u0003') return done(new UsageError('cancelled'));
-        if (char === '\u007f') answer = answer.slice(0, -1);
-        else answer += char;
-      }
-    };
-    input.on('data', onData);
-  });
-}
 
 async function run(argv: string[]): Promise<{ json: unknown; text: string } | null> {
   const { values, positionals } = parseArgs({
@@ -342,62 +245,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
         webhookCommand(db.kysely, config, { action: action!, orgId, endpointId, url: values.url, events: values.events }),
       );
     }
-    case 'contacts erase': {
-      const orgId = required(values, 'org');
-      const contactId = required(values, 'id');
-      // What a request sent again with its Idempotency-Key gets instead of a stored answer that held
-      // the contact (its request_id is the replay's own, see http/idempotency.ts).
-      const replay = {
-        status: 410,
-        headers: { 'content-type': PROBLEM_TYPE },
-        body: JSON.stringify(
-          problemBody(config.docsUrl, 410, 'contact_erased', `This request's answer held contact ${contactId}, erased since.`, ''),
-        ),
-      };
-      const erased = await withDb(config, async (db) =>
-        // The operator acts on the organisation's behalf, through its first admin.
-        eraseContact(
-          {
-            db: db.kysely,
-            orgId,
-            actor: { kind: 'user', userId: await firstAdminOf(db.kysely, orgId), role: 'admin' },
-            requestId: 'cli',
-            now: new Date(),
-          },
-          contactId,
-          replay,
-        ),
-      );
-      const what = erased.deleted ? 'deleted' : 'already deleted; erased what was kept of';
-      return {
-        json: erased,
-        text: `${what} ${contactId}: its data removed from ${erased.events_erased} event(s) and ${erased.replays_erased} stored replay(s)`,
-      };
-    }
-    case 'backup': {
-      const manifest = await backup(config, path.resolve(required(values, 'to')));
-      const { database: d, files: f } = manifest;
-      const rows = Object.values(d.tables).reduce((sum, n) => sum + n, 0);
-      const files =
-        f.store === 'local'
-          ? `${f.count} file(s), ${f.bytes} bytes${f.dropped.length ? ` (${f.dropped.length} deleted while it ran, left out)` : ''}`
-          : 'no file bytes: they are in the S3 bucket (keep versioning on)';
-      const secret =
-        manifest.secret_key === 'included'
-          ? 'It holds secret.key: keep it as safe as the data.'
-          : 'It does not hold the secret key: keep SECRET_KEY, a restore needs it.';
-      return {
-        json: manifest,
-        text: `backed up ${rows} rows in ${Object.keys(d.tables).length} tables and ${files} to ${values.to}. ${secret}`,
-      };
-    }
-    case 'restore': {
-      const manifest = await restore(config, path.resolve(required(values, 'from')));
-      return {
-        json: manifest,
-        text: `restored the backup of ${manifest.created_at} (orgdata ${manifest.orgdata_version}, ${manifest.files.count} file(s)) into ${config.dataDir}; start the server (it applies any newer migrations)`,
-      };
-    }
+    case 'contacts erase':
+      return eraseCommand(config, values);
+    case 'backup':
+      return backupCommand(config, values);
+    case 'restore':
+      return restoreCommand(config, values);
     default:
       throw new UsageError(`unknown command "${positionals.join(' ')}"`);
   }

@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import SQLite from 'better-sqlite3';
 import type { Config } from '../config.js';
 import { version } from '../version.js';
+import { OperatorError } from './operatorError.js';
 
 /**
  * `orgdata backup --to DIR` and `orgdata restore --from DIR` (issue 19): a consistent copy of a
@@ -20,15 +21,6 @@ import { version } from '../version.js';
  * deleted a moment earlier). A manifest, written last, names the version, the migrations, the rows
  * of every table and the sha256 of every file: a directory without one is not a backup.
  */
-
-export class OperatorError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export const MANIFEST = 'manifest.json';
 const DATABASE = 'orgdata.sqlite';

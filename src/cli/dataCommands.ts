@@ -1,0 +1,76 @@
+import path from 'node:path';
+import type { Config } from '../config.js';
+import { firstAdminOf } from '../domain/orgs/orgs.js';
+import { eraseContact } from '../domain/contacts/erase.js';
+import { problemBody, PROBLEM_TYPE } from '../http/problem.js';
+import { backup, restore } from './backup.js';
+import { required, type Options } from './operatorError.js';
+import { withDb } from './withDb.js';
+
+/** What a command prints: `json` with --json, `text` otherwise. */
+export interface CommandResult {
+  json: unknown;
+  text: string;
+}
+
+/** `orgdata contacts erase --org ORG_ID --id CONTACT_ID` (issue 19): see domain/contacts/erase.ts. */
+export async function eraseCommand(config: Config, values: Options): Promise<CommandResult> {
+  const orgId = required(values, 'org');
+  const contactId = required(values, 'id');
+  // What a request sent again with its Idempotency-Key gets instead of a stored answer that held
+  // the contact (its request_id is the replay's own, see http/idempotency.ts).
+  const replay = {
+    status: 410,
+    headers: { 'content-type': PROBLEM_TYPE },
+    body: JSON.stringify(
+      problemBody(config.docsUrl, 410, 'contact_erased', `This request's answer held contact ${contactId}, erased since.`, ''),
+    ),
+  };
+  const erased = await withDb(config, async (db) =>
+    // The operator acts on the organisation's behalf, through its first admin.
+    eraseContact(
+      {
+        db: db.kysely,
+        orgId,
+        actor: { kind: 'user', userId: await firstAdminOf(db.kysely, orgId), role: 'admin' },
+        requestId: 'cli',
+        now: new Date(),
+      },
+      contactId,
+      replay,
+    ),
+  );
+  const what = erased.deleted ? 'deleted' : 'already deleted; erased what was kept of';
+  return {
+    json: erased,
+    text: `${what} ${contactId}: its data removed from ${erased.events_erased} event(s) and ${erased.replays_erased} stored replay(s)`,
+  };
+}
+
+/** `orgdata backup --to DIR`: see backup.ts. */
+export async function backupCommand(config: Config, values: Options): Promise<CommandResult> {
+  const manifest = await backup(config, path.resolve(required(values, 'to')));
+  const { database: d, files: f } = manifest;
+  const rows = Object.values(d.tables).reduce((sum, n) => sum + n, 0);
+  const files =
+    f.store === 'local'
+      ? `${f.count} file(s), ${f.bytes} bytes${f.dropped.length ? ` (${f.dropped.length} deleted while it ran, left out)` : ''}`
+      : 'no file bytes: they are in the S3 bucket (keep versioning on)';
+  const secret =
+    manifest.secret_key === 'included'
+      ? 'It holds secret.key: keep it as safe as the data.'
+      : 'It does not hold the secret key: keep SECRET_KEY, a restore needs it.';
+  return {
+    json: manifest,
+    text: `backed up ${rows} rows in ${Object.keys(d.tables).length} tables and ${files} to ${values.to}. ${secret}`,
+  };
+}
+
+/** `orgdata restore --from DIR`: see backup.ts. */
+export async function restoreCommand(config: Config, values: Options): Promise<CommandResult> {
+  const manifest = await restore(config, path.resolve(required(values, 'from')));
+  return {
+    json: manifest,
+    text: `restored the backup of ${manifest.created_at} (orgdata ${manifest.orgdata_version}, ${manifest.files.count} file(s)) into ${config.dataDir}; start the server (it applies any newer migrations)`,
+  };
+}
