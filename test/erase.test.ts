@@ -112,7 +112,7 @@ describe('orgdata contacts erase', { timeout: 120_000 }, () => {
   it('erases through the CLI beside a running server', async () => {
     const env = await serverEnv('sqlite');
     try {
-      const { orgId, key } = await orgWithKey(env.env);
+      const { orgId, key, keyId } = await orgWithKey(env.env);
       const server = await startServerProcess(env);
       try {
         const res = await fetch(`${env.url}/api/v1/contacts`, {
@@ -124,9 +124,14 @@ describe('orgdata contacts erase', { timeout: 120_000 }, () => {
         const erased = await cli(env.env, ['contacts', 'erase', '--org', orgId, '--id', id]);
         expect(erased).toEqual({ contact_id: id, deleted: true, events_erased: 2, replays_erased: 0 });
         const events = (await (await fetch(`${env.url}/api/v1/events`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
-          data: { data: unknown }[];
+          data: { type: string; actor: unknown; request_id: string | null; data: unknown }[];
         };
         expect(JSON.stringify(events)).not.toContain('Erasable');
+        // Who did what stays: the key made it, the operator's CLI (the system) erased it.
+        expect(events.data.map((e) => [e.type, e.actor, e.request_id])).toEqual([
+          ['contact.created', { type: 'api_key', id: keyId }, res.headers.get('request-id')],
+          ['contact.deleted', { type: 'system' }, null],
+        ]);
       } finally {
         server.child.kill('SIGTERM');
         await server.exited;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eraseContact } from '../src/domain/contacts/erase.js';
 import { importContacts } from '../src/domain/contacts/import.js';
 import { purgeOldEvents } from '../src/domain/events/events.js';
 import { signedIn } from './helpers/browserSession.js';
@@ -10,6 +11,8 @@ interface EventBody {
   id: string;
   type: string;
   created_at: string;
+  actor: { type: string; id?: string } | null;
+  request_id: string | null;
   data: { object: Record<string, unknown> & { id: string; object: string }; previous_attributes?: Record<string, unknown> };
 }
 
@@ -103,6 +106,38 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
       expect(event.id).toMatch(/^evt_[0-9A-Za-z]{20}$/);
       expect((await h.call(key, 'GET', `/api/v1/events/${event.id}`)).json()).toEqual(event);
     }
+  });
+
+  it('names who made each change and the request that made it: an API key, a dashboard user, the system', async () => {
+    const { org, key, events } = await setup();
+    const { id: keyId } = await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
+    const created = await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'Ada', email: 'ada@example.com' });
+    const reserved = await h.call(key, 'POST', '/api/v1/files', { name: 'a.txt', content_type: 'text/plain', size: 3 });
+    const upload = await h.app.inject({ method: 'PUT', url: new URL(reserved.json().upload_url).pathname, payload: 'abc' });
+    expect(upload.statusCode).toBe(200);
+    const user = await signedIn(h, org.adminEmail);
+    const page = await user.post('/contacts', { first_name: 'Dash', email: 'dash@example.com' });
+    expect(page.statusCode).toBe(303);
+    // The CLI (`orgdata contacts erase`) acts as the system; test/erase.test.ts runs the real command.
+    await eraseContact({ ...org.adminCtx(), actor: { kind: 'system' }, requestId: 'cli' }, created.json().id, {
+      status: 410,
+      headers: {},
+      body: '',
+    });
+
+    const all = await events();
+    const byKey = { type: 'api_key', id: keyId };
+    const byUser = { type: 'user', id: org.adminId };
+    expect(all.map((e) => [e.type, e.actor, e.request_id])).toEqual([
+      ['contact.created', byKey, created.headers['request-id']],
+      ['file.uploaded', byKey, upload.headers['request-id']], // the upload's own request; the key that made its link
+      ['contact.created', byUser, page.headers['request-id']],
+      ['contact.deleted', { type: 'system' }, null],
+    ]);
+    expect(String(created.headers['request-id'])).toMatch(/^req_/);
+    expect(new Set(all.map((e) => e.request_id)).size).toBe(4);
+    // What the API answers, webhooks send (the same text: see webhookDelivery.test.ts).
+    for (const event of all) expect((await h.call(key, 'GET', `/api/v1/events/${event.id}`)).json()).toEqual(event);
   });
 
   it('writes no event for a change that was refused or rolled back', async () => {

@@ -171,6 +171,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '012_contact_sync',
       '013_contact_search',
       '014_search_prefixes',
+      '016_event_actors',
     ]);
   });
 });

@@ -58,6 +58,9 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
       id: eventId,
       type: 'contact.created',
       created_at: row.created_at,
+      // emit() acts as the dashboard user usr_test in request 'test'.
+      actor: { type: 'user', id: 'usr_test' },
+      request_id: 'test',
       data: JSON.parse(row.data),
     });
     expect(got.headers['content-type']).toBe('application/json');

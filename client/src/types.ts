@@ -45,6 +45,8 @@ export type FileDeleted = Schemas['FileDeleted'];
 export type FileListParams = QueryOf<'listFiles'>;
 
 export type Event = Schemas['Event'];
+/** Who caused an event: an API key, a dashboard user, the system, or null when not known. */
+export type EventActor = Schemas['EventActor'];
 export type EventType = Event['type'];
 /** `created_after` and `created_before` also take a Date (sent as ISO 8601). */
 export type EventListParams = Omit<QueryOf<'listEvents'>, 'created_after' | 'created_before'> & {

@@ -8,6 +8,8 @@ export interface WebhookPingEvent {
   id: string;
   type: 'ping';
   created_at: string;
+  actor: { type: 'system' };
+  request_id: null;
   data: { object: { object: 'webhook_endpoint'; id: string; url: string } };
 }
 

@@ -29,6 +29,7 @@ import * as sourceTypes from './migrations/011_source_types.js';
 import * as contactSync from './migrations/012_contact_sync.js';
 import * as contactSearch from './migrations/013_contact_search.js';
 import * as searchPrefixes from './migrations/014_search_prefixes.js';
+import * as eventActors from './migrations/016_event_actors.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -281,6 +282,7 @@ const migrations: Record<string, Migration> = {
   '012_contact_sync': contactSync,
   '013_contact_search': contactSearch,
   '014_search_prefixes': searchPrefixes,
+  '016_event_actors': eventActors,
 };
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };

@@ -146,6 +146,9 @@ export interface FilesTable {
   created_at: string;
   updated_at: string;
   uploaded_at: string | null;
+  /** Who created the file, and so its upload link (migration 016): file.uploaded names them. */
+  created_by_type: EventActorType | null;
+  created_by_id: string | null;
 }
 
 /** A blob to delete from the blob store once `purge_after` has passed (migration 009). */
@@ -174,7 +177,15 @@ export interface EventsTable {
   /** JSON of the event's `data`: {object, previous_attributes?}. */
   data: string;
   created_at: string;
+  /** Who caused it (migration 016): null on events recorded before. */
+  actor_type: EventActorType | null;
+  /** The key's or user's id; null for `system`. */
+  actor_id: string | null;
+  /** The request that caused it; null for system work and older events. */
+  request_id: string | null;
 }
+
+export type EventActorType = 'api_key' | 'user' | 'system';
 
 export type WebhookEndpointStatus = 'enabled' | 'disabled';
 

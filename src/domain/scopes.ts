@@ -21,13 +21,18 @@ export function expandScopes(granted: Iterable<Scope>): Set<Scope> {
   return out;
 }
 
-/** Who is acting: an API key (limited to its scopes) or a signed-in dashboard user. */
+/**
+ * Who is acting: an API key (limited to its scopes), a signed-in dashboard user, or the system:
+ * the operator's CLI, which acts on the organisation's data without being one of its members.
+ */
 export type Actor =
-  { kind: 'api_key'; keyId: string; scopes: ReadonlySet<Scope> } | { kind: 'user'; userId: string; role: 'admin' | 'member' };
+  | { kind: 'api_key'; keyId: string; scopes: ReadonlySet<Scope> }
+  | { kind: 'user'; userId: string; role: 'admin' | 'member' }
+  | { kind: 'system' };
 
 export function hasScope(actor: Actor, scope: Scope): boolean {
-  // Every member of an organisation may work with its data in the dashboard.
-  return actor.kind === 'user' || actor.scopes.has(scope);
+  // Every member of an organisation may work with its data in the dashboard, and the operator too.
+  return actor.kind !== 'api_key' || actor.scopes.has(scope);
 }
 
 /** The first line of every domain operation. */

@@ -82,7 +82,9 @@ export async function cli<T = Record<string, unknown>>(env: Record<string, strin
  * An organisation and an API key with every scope, made through the operator CLI (after
  * `orgdata migrate`, which creates the database: other commands never do).
  */
-export async function orgWithKey(env: Record<string, string>): Promise<{ orgId: string; key: string; email: string; password: string }> {
+export async function orgWithKey(
+  env: Record<string, string>,
+): Promise<{ orgId: string; key: string; keyId: string; email: string; password: string }> {
   await cli(env, ['migrate']);
   const email = `admin-${randomBase62(8).toLowerCase()}@example.com`;
   const created = await cli<{ org: { id: string } }>(env, [
@@ -95,7 +97,7 @@ export async function orgWithKey(env: Record<string, string>): Promise<{ orgId: 
     '--admin-password',
     'correct horse battery',
   ]);
-  const key = await cli<{ key: string }>(env, [
+  const key = await cli<{ key: string; id: string }>(env, [
     'keys',
     'create',
     '--org',
@@ -107,7 +109,7 @@ export async function orgWithKey(env: Record<string, string>): Promise<{ orgId: 
     '--scopes',
     'contacts:write,groups:write,files:write',
   ]);
-  return { orgId: created.org.id, key: key.key, email, password: 'correct horse battery' };
+  return { orgId: created.org.id, key: key.key, keyId: key.id, email, password: 'correct horse battery' };
 }
 
 export interface ServerProcess {

@@ -681,6 +681,11 @@ export interface components {
          *       "id": "evt_0QfK2mN8xV3bR6tY1aB4",
          *       "type": "contact.updated",
          *       "created_at": "2026-11-23T12:00:00.123Z",
+         *       "actor": {
+         *         "type": "api_key",
+         *         "id": "key_7Hq2ZkP9mN4xV1bR3tY6"
+         *       },
+         *       "request_id": "req_9fK2mN8xV3bR6tY1aB4Q",
          *       "data": {
          *         "object": {
          *           "object": "contact",
@@ -720,6 +725,12 @@ export interface components {
              * @example 2026-11-20T12:34:56.789Z
              */
             created_at: string;
+            actor: components["schemas"]["EventActor"];
+            /**
+             * @description The `request_id` of the request that made the change (its `Request-Id` header and every error body carry it): the API call, the dashboard form, or for `file.uploaded` the upload. Null for system work and for events recorded before migration `016_event_actors`.
+             * @example req_9fK2mN8xV3bR6tY1aB4Q
+             */
+            request_id: string | null;
             data: {
                 /** @description The resource exactly as GET on it returned it at the moment of the change (for `*.deleted`: its last state). `group.member_*` events carry a `group_member`. A contact erased since (`orgdata contacts erase`) is only its id, with `erased: true`. */
                 object: components["schemas"]["Contact"] | components["schemas"]["ErasedContact"] | components["schemas"]["Label"] | components["schemas"]["Group"] | components["schemas"]["GroupMember"] | components["schemas"]["File"];
@@ -729,6 +740,27 @@ export interface components {
                 };
             };
         };
+        /** @description Who made the change: an API key, a dashboard user, or `system` (the operator's `orgdata` CLI, e.g. `contacts erase`, and the server's own work). `file.uploaded` names whoever created the file and so its upload link. Null for events recorded before migration `016_event_actors` and for uploads of files created before it: not known. */
+        EventActor: {
+            /** @constant */
+            type: "api_key";
+            /**
+             * @description The key's id (`key_…`), as GET /api-keys and the dashboard list it.
+             * @example key_7Hq2ZkP9mN4xV1bR3tY6
+             */
+            id: string;
+        } | {
+            /** @constant */
+            type: "user";
+            /**
+             * @description The dashboard user (`usr_…`), a member of the organisation.
+             * @example usr_2Kd8WqL5nM1xC7vB9zT4
+             */
+            id: string;
+        } | {
+            /** @constant */
+            type: "system";
+        } | null;
         /** @description A page of events, oldest first. */
         EventList: {
             /** @constant */

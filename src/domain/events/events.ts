@@ -1,6 +1,6 @@
 import type { Ctx } from '../context.js';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
-import { eventBody } from '../webhooks/message.js';
+import { EVENT_BODY_COLUMNS, eventBody } from '../webhooks/message.js';
 import { afterPosition, toPage, type JsonItem, type Page, type PageRequest } from '../pagination.js';
 import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventResource, type EventType } from './types.js';
 import { parseInstant } from '../validation.js';
@@ -31,7 +31,7 @@ function visibleResources(ctx: Ctx): EventResource[] {
  */
 export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilters = {}): Promise<Page<JsonItem>> {
   const resources = visibleResources(ctx);
-  let query = ctx.db.selectFrom('events').select(['id', 'type', 'data', 'created_at']).where('org_id', '=', ctx.orgId);
+  let query = ctx.db.selectFrom('events').select(EVENT_BODY_COLUMNS).where('org_id', '=', ctx.orgId);
   const pattern = filters.type === undefined ? { prefix: '' } : parsePattern(filters.type);
   if (!pattern) throw ValidationError.field('type', 'must be an event type or a prefix such as contact.*');
   // Every event's resource is its type's prefix (recordEvent), and a prefix is a resource's name:
@@ -62,7 +62,7 @@ export async function getEvent(ctx: Ctx, id: string): Promise<string> {
   const resources = visibleResources(ctx);
   const row = await ctx.db
     .selectFrom('events')
-    .select(['id', 'type', 'data', 'created_at'])
+    .select(EVENT_BODY_COLUMNS)
     .where('org_id', '=', ctx.orgId)
     .where('id', '=', id)
     .where('resource', 'in', resources)

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import { insertRows } from '../../db/insertRows.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, EventActorType } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { newId, nowIso } from '../ids.js';
 import { matchesAny, resourceOf, type EventType } from './types.js';
@@ -12,7 +12,7 @@ export interface ResourceView {
   id: string;
 }
 
-const EVENT_COLUMNS = ['id', 'org_id', 'type', 'resource', 'data', 'created_at'] as const;
+const EVENT_COLUMNS = ['id', 'org_id', 'type', 'resource', 'data', 'created_at', 'actor_type', 'actor_id', 'request_id'] as const;
 // lease_until, last_attempt_at, last_status and last_error start null.
 const DELIVERY_COLUMNS = [
   'id',
@@ -32,6 +32,27 @@ const enabledEndpoints = new PreparedQuery((db, slot) =>
   db.selectFrom('webhook_endpoints').select(['id', 'events']).where('org_id', '=', slot<string>(0)).where('status', '=', 'enabled'),
 );
 
+/** Who caused an event, and by which request, as events and files store it (migration 016). */
+export interface EventCause {
+  /** Null when not known: events recorded before migration 016, uploads of files made before it. */
+  actor_type: EventActorType | null;
+  /** The key's or user's id; null for `system`. */
+  actor_id: string | null;
+  /** Null for system work: the operator's CLI or the server's own. */
+  request_id: string | null;
+}
+
+/** The cause of what an operation does: its actor, and its request unless the system acts. */
+export function causeOf(ctx: Pick<Ctx, 'actor' | 'requestId'>): EventCause {
+  const { actor } = ctx;
+  if (actor.kind === 'api_key') return { actor_type: 'api_key', actor_id: actor.keyId, request_id: ctx.requestId };
+  if (actor.kind === 'user') return { actor_type: 'user', actor_id: actor.userId, request_id: ctx.requestId };
+  return { actor_type: 'system', actor_id: null, request_id: null };
+}
+
+/** Whose change: an operation's context, or a cause given outright (an upload names its link's maker). */
+export type EventSource = Pick<Ctx, 'orgId' | 'actor' | 'requestId'> | { orgId: string; cause: EventCause };
+
 /**
  * Records the events of a change, with `trx`: the transaction that makes the change (the outbox).
  * The change and its events commit together or not at all. A delivery is queued in the same
@@ -40,12 +61,13 @@ const enabledEndpoints = new PreparedQuery((db, slot) =>
  */
 export async function recordEvents(
   trx: Kysely<Database>,
-  ctx: Pick<Ctx, 'orgId'>,
+  ctx: EventSource,
   type: EventType,
   changes: { object: ResourceView; previousAttributes?: Record<string, unknown> }[],
 ): Promise<void> {
   if (changes.length === 0) return;
   const at = nowIso(new Date());
+  const cause = 'cause' in ctx ? ctx.cause : causeOf(ctx);
   const events = changes.map(({ object, previousAttributes }) => ({
     id: newId('evt'),
     org_id: ctx.orgId,
@@ -53,6 +75,7 @@ export async function recordEvents(
     resource: resourceOf(type),
     data: JSON.stringify(previousAttributes ? { object, previous_attributes: previousAttributes } : { object }),
     created_at: at,
+    ...cause,
   }));
   await insertRows(trx, 'events', EVENT_COLUMNS, events);
   const endpoints = await enabledEndpoints.execute(trx, [ctx.orgId]);
@@ -77,7 +100,7 @@ export async function recordEvents(
 /** Records the event of one change (see recordEvents). */
 export function recordEvent(
   trx: Kysely<Database>,
-  ctx: Pick<Ctx, 'orgId'>,
+  ctx: EventSource,
   type: EventType,
   object: ResourceView,
   previousAttributes?: Record<string, unknown>,

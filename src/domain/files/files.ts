@@ -1,5 +1,5 @@
 import { inTransaction, lockRow } from '../../db/transaction.js';
-import { recordEvent } from '../events/record.js';
+import { causeOf, recordEvent } from '../events/record.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, FilesTable, FileStatus } from '../../db/schema.js';
 import type { BlobStore } from '../../infra/blobs/blobStore.js';
@@ -89,6 +89,7 @@ export async function reserveFile(
 
   const at = nowIso(ctx.now);
   const expiresAt = new Date(ctx.now.getTime() + deps.uploadTtlSeconds * 1000);
+  const cause = causeOf(ctx);
   const row = {
     id: newId('file'),
     org_id: ctx.orgId,
@@ -104,6 +105,10 @@ export async function reserveFile(
     created_at: at,
     updated_at: at,
     uploaded_at: null,
+    // Whoever makes the file makes its upload link: file.uploaded names them (the upload's own
+    // request carries no credentials).
+    created_by_type: cause.actor_type,
+    created_by_id: cause.actor_id,
   };
   await ctx.db.insertInto('files').values(row).execute();
   return { ...toFileView(row), upload_url: deps.links.uploadUrl(row.id, ctx.orgId, expiresAt), upload_expires_at: row.upload_expires_at };

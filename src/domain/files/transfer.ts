@@ -6,7 +6,7 @@ import { BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError } f
 import { nowIso, randomBase62 } from '../ids.js';
 import { findFile, toFileView, type FileView } from './files.js';
 import { inTransaction } from '../../db/transaction.js';
-import { recordEvent } from '../events/record.js';
+import { recordEvent, type EventCause } from '../events/record.js';
 import type { LinkClaims } from './links.js';
 import { purgeNow } from './purges.js';
 import { blobKey, UPLOAD_CLAIM_LEASE_MS, usingStorage } from './storage.js';
@@ -31,6 +31,7 @@ export async function receiveUpload(
   body: Readable,
   declaredLength: number | null,
   now: Date,
+  requestId: string,
 ): Promise<FileView> {
   const file = await findFile(db, claims.orgId, claims.fileId);
   if (file.status === 'ready')
@@ -86,7 +87,10 @@ export async function receiveUpload(
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) return null;
     const view = toFileView(await findFile(trx, claims.orgId, file.id));
-    await recordEvent(trx, { orgId: claims.orgId }, 'file.uploaded', view);
+    // The actor is whoever made the file and its link (null for a file made before migration 016:
+    // not known); the request is this upload.
+    const cause: EventCause = { actor_type: file.created_by_type, actor_id: file.created_by_id, request_id: requestId };
+    await recordEvent(trx, { orgId: claims.orgId, cause }, 'file.uploaded', view);
     return view;
   }).catch(async (error: unknown) => {
     // The bytes are in place but the file is not ready: the next PUT may copy them again at once.

@@ -18,12 +18,33 @@ function packageVersion(): string {
 
 export const USER_AGENT = `orgdata-webhooks/${packageVersion()}`;
 
+/** An event row as eventBody reads it. */
+export interface StoredEvent {
+  id: string;
+  type: string;
+  created_at: string;
+  data: string;
+  actor_type: string | null;
+  actor_id: string | null;
+  request_id: string | null;
+}
+
+/** The columns eventBody needs. */
+export const EVENT_BODY_COLUMNS = ['id', 'type', 'created_at', 'data', 'actor_type', 'actor_id', 'request_id'] as const;
+
+/** `{"type":"api_key","id":…}`, `{"type":"user","id":…}`, `{"type":"system"}`, or null when not known. */
+function actorJson(event: StoredEvent): string {
+  if (event.actor_type === null) return 'null';
+  if (event.actor_id === null) return `{"type":${JSON.stringify(event.actor_type)}}`;
+  return `{"type":${JSON.stringify(event.actor_type)},"id":${JSON.stringify(event.actor_id)}}`;
+}
+
 /**
- * The body of an event's delivery: `{object, id, type, created_at, data}`, built from the stored
- * row without parsing `data` (it is stored as the JSON it is sent as).
+ * The body of an event's delivery: `{object, id, type, created_at, actor, request_id, data}`, built
+ * from the stored row without parsing `data` (it is stored as the JSON it is sent as).
  */
-export function eventBody(event: { id: string; type: string; created_at: string; data: string }): string {
-  return `{"object":"event","id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"created_at":${JSON.stringify(event.created_at)},"data":${event.data}}`;
+export function eventBody(event: StoredEvent): string {
+  return `{"object":"event","id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"created_at":${JSON.stringify(event.created_at)},"actor":${actorJson(event)},"request_id":${JSON.stringify(event.request_id)},"data":${event.data}}`;
 }
 
 /**
@@ -37,6 +58,8 @@ export function pingBody(delivery: { id: string; created_at: string }, endpoint:
     id: `evt_${delivery.id.slice('msg_'.length)}`,
     type: 'ping',
     created_at: delivery.created_at,
+    actor: { type: 'system' },
+    request_id: null,
     data: { object: { object: 'webhook_endpoint', id: endpoint.id, url: endpoint.url } },
   });
 }

@@ -2,7 +2,7 @@ import { PostgresAdapter, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { newId, nowIso } from '../ids.js';
 import { activeSecrets } from './endpoints.js';
-import { eventBody, pingBody } from './message.js';
+import { EVENT_BODY_COLUMNS, eventBody, pingBody } from './message.js';
 
 /**
  * The outbox of webhook deliveries: `webhook_deliveries` rows, queued by recordEvents in the same
@@ -97,7 +97,7 @@ export async function claimDeliveries(
   const eventIds = claimed.map((d) => d.event_id).filter((id): id is string => id !== null);
   const events = new Map<string, string>();
   for (const ids of chunks(eventIds)) {
-    const rows = await db.selectFrom('events').select(['id', 'type', 'data', 'created_at']).where('id', 'in', ids).execute();
+    const rows = await db.selectFrom('events').select(EVENT_BODY_COLUMNS).where('id', 'in', ids).execute();
     for (const row of rows) events.set(row.id, eventBody(row));
   }
   const out: ClaimedDelivery[] = [];

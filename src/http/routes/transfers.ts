@@ -59,7 +59,7 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
       const claims = links.verify('upload', request.params.token, new Date());
       const header = request.headers['content-length'];
       const declared = header === undefined ? null : Number(header);
-      const file = await receiveUpload(db, files.blobs, files.maxFileBytes, claims, request.raw, declared, new Date());
+      const file = await receiveUpload(db, files.blobs, files.maxFileBytes, claims, request.raw, declared, new Date(), request.id);
       reply.removeHeader('connection');
       return file;
     },

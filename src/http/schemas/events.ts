@@ -6,6 +6,40 @@ import { File } from './files.js';
 import { Group, GroupMember } from './groups.js';
 import { Label } from './labels.js';
 
+export const EventActor = named(
+  'EventActor',
+  Type.Union(
+    [
+      Type.Object(
+        {
+          type: Type.Literal('api_key'),
+          id: Type.String({
+            description: "The key's id (`key_…`), as GET /api-keys and the dashboard list it.",
+            examples: ['key_7Hq2ZkP9mN4xV1bR3tY6'],
+          }),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Object(
+        {
+          type: Type.Literal('user'),
+          id: Type.String({
+            description: 'The dashboard user (`usr_…`), a member of the organisation.',
+            examples: ['usr_2Kd8WqL5nM1xC7vB9zT4'],
+          }),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Object({ type: Type.Literal('system') }, { additionalProperties: false }),
+      Type.Null(),
+    ],
+    {
+      description:
+        "Who made the change: an API key, a dashboard user, or `system` (the operator's `orgdata` CLI, e.g. `contacts erase`, and the server's own work). `file.uploaded` names whoever created the file and so its upload link. Null for events recorded before migration `016_event_actors` and for uploads of files created before it: not known.",
+    },
+  ),
+);
+
 export const Event = named(
   'Event',
   Type.Object(
@@ -14,6 +48,12 @@ export const Event = named(
       id: Type.String({ examples: ['evt_0QfK2mN8xV3bR6tY1aB4'] }),
       type: Type.String({ enum: [...EVENT_TYPES], description: 'What happened; `data.object` is the resource it happened to.' }),
       created_at: Timestamp,
+      actor: EventActor,
+      request_id: Type.Union([Type.String(), Type.Null()], {
+        description:
+          'The `request_id` of the request that made the change (its `Request-Id` header and every error body carry it): the API call, the dashboard form, or for `file.uploaded` the upload. Null for system work and for events recorded before migration `016_event_actors`.',
+        examples: ['req_9fK2mN8xV3bR6tY1aB4Q'],
+      }),
       data: Type.Object(
         {
           object: Type.Union([Contact, ErasedContact, Label, Group, GroupMember, File], {
@@ -44,6 +84,8 @@ export const Event = named(
           id: 'evt_0QfK2mN8xV3bR6tY1aB4',
           type: 'contact.updated',
           created_at: '2026-11-23T12:00:00.123Z',
+          actor: { type: 'api_key', id: 'key_7Hq2ZkP9mN4xV1bR3tY6' },
+          request_id: 'req_9fK2mN8xV3bR6tY1aB4Q',
           data: {
             object: {
               object: 'contact',
