@@ -157,7 +157,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect(JSON.parse(events[1]!.data).object.notes).toBe(tricky);
   });
 
-  it('undoes 006 to 014 and applies them again', async () => {
+  it('undoes 006 to 015 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);
     await migrateTo(db, '005_list_indexes');
@@ -171,6 +171,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '012_contact_sync',
       '013_contact_search',
       '014_search_prefixes',
+      '015_contact_email_domains',
     ]);
   });
 });

@@ -29,6 +29,7 @@ import * as sourceTypes from './migrations/011_source_types.js';
 import * as contactSync from './migrations/012_contact_sync.js';
 import * as contactSearch from './migrations/013_contact_search.js';
 import * as searchPrefixes from './migrations/014_search_prefixes.js';
+import * as contactEmailDomains from './migrations/015_contact_email_domains.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -281,7 +282,11 @@ const migrations: Record<string, Migration> = {
   '012_contact_sync': contactSync,
   '013_contact_search': contactSearch,
   '014_search_prefixes': searchPrefixes,
+  '015_contact_email_domains': contactEmailDomains,
 };
+
+/** Every migration's name, oldest first (the upgrade test builds a database at each). */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };
 
