@@ -237,7 +237,13 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     seed.revokedApiKey = await key(true);
     const vip = await insertLabel(f, 'VIP');
     await insertLabel(f, 'Newsletter');
-    await insertContact(f, { first_name: 'Ada', last_name: 'Lovelace', storedEmail: 'ada@example.com', email: 'ada@example.com', labelIds: [vip] });
+    await insertContact(f, {
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      storedEmail: 'ada@example.com',
+      email: 'ada@example.com',
+      labelIds: [vip],
+    });
     // Stored before domains were normalised: an ACE (`xn--`) domain in capitals, a capitalised one.
     await insertContact(f, {
       first_name: 'Bertha',
@@ -254,7 +260,13 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
       phone: '+44 20 7946 0958',
     });
     // The same address in another organisation: each keeps its own.
-    await insertContact(f, { orgId: seed.otherOrgId, first_name: 'Ada', last_name: 'Other', storedEmail: 'ada@example.com', email: 'ada@example.com' });
+    await insertContact(f, {
+      orgId: seed.otherOrgId,
+      first_name: 'Ada',
+      last_name: 'Other',
+      storedEmail: 'ada@example.com',
+      email: 'ada@example.com',
+    });
     const body = JSON.stringify({ object: 'contact', id: seed.contacts[0]!.id });
     seed.idempotency = { key: `idem-${seed.orgId}`, fingerprint: 'f'.repeat(64), body };
     const now = Date.now();
@@ -347,7 +359,17 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
       .execute();
     await f.db
       .insertInto('webhook_attempts')
-      .values({ id: newId('att'), org_id: f.seed.orgId, delivery_id: done.id, endpoint_id: endpointId, attempted_at: at, status_code: 500, error: null, latency_ms: 42, response_excerpt: 'oops' })
+      .values({
+        id: newId('att'),
+        org_id: f.seed.orgId,
+        delivery_id: done.id,
+        endpoint_id: endpointId,
+        attempted_at: at,
+        status_code: 500,
+        error: null,
+        latency_ms: 42,
+        response_excerpt: 'oops',
+      })
       .execute();
     f.seed.endpoint = { id: endpointId, attempts: 1, pending: 1 };
   },
@@ -367,16 +389,34 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
   },
   async '009_blob_purges'(f) {
     await insertFile(f, 'claimed.bin', 'pending', true);
-    await f.db.insertInto('blob_purges').values({ storage_key: `${f.seed.orgId}/gone`, purge_after: f.at() }).execute();
+    await f.db
+      .insertInto('blob_purges')
+      .values({ storage_key: `${f.seed.orgId}/gone`, purge_after: f.at() })
+      .execute();
     f.seed.rows.push({ table: 'blob_purges', where: { storage_key: `${f.seed.orgId}/gone` } });
   },
   async '010_settings'(f) {
-    await f.db.insertInto('settings').values({ name: 'secret_fingerprint', value: secretFingerprint(SECRET), updated_at: f.at() }).execute();
+    await f.db
+      .insertInto('settings')
+      .values({ name: 'secret_fingerprint', value: secretFingerprint(SECRET), updated_at: f.at() })
+      .execute();
     f.seed.rows.push({ table: 'settings', where: { name: 'secret_fingerprint' } });
   },
   async '011_source_types'(f) {
-    await insertContact(f, { first_name: 'Grace', last_name: 'Hopper', storedEmail: 'grace@navy.example', email: 'grace@navy.example', source: 'api' });
-    await insertContact(f, { first_name: 'Alan', last_name: 'Turing', storedEmail: 'alan@bletchley.example', email: 'alan@bletchley.example', source: 'csv_import' });
+    await insertContact(f, {
+      first_name: 'Grace',
+      last_name: 'Hopper',
+      storedEmail: 'grace@navy.example',
+      email: 'grace@navy.example',
+      source: 'api',
+    });
+    await insertContact(f, {
+      first_name: 'Alan',
+      last_name: 'Turing',
+      storedEmail: 'alan@bletchley.example',
+      email: 'alan@bletchley.example',
+      source: 'csv_import',
+    });
   },
   async '012_contact_sync'(f) {
     await insertContact(f, {
@@ -390,14 +430,23 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     });
     const group = f.seed.groups[0]!;
     group.metadata = { team: 'core' };
-    await f.db.updateTable('groups').set({ metadata: JSON.stringify(group.metadata) }).where('id', '=', group.id).execute();
+    await f.db
+      .updateTable('groups')
+      .set({ metadata: JSON.stringify(group.metadata) })
+      .where('id', '=', group.id)
+      .execute();
   },
   async '013_contact_search'(f) {
     await insertContact(f, { first_name: 'Émile', last_name: 'Zola', storedEmail: 'emile@zola.example', email: 'emile@zola.example' });
   },
   async '014_search_prefixes'(f) {
     // Longer than the six characters the terms keep: found by its prefix, checked on the row.
-    await insertContact(f, { first_name: 'Bartholomew', last_name: 'Roberts', storedEmail: 'bart@pirates.example', email: 'bart@pirates.example' });
+    await insertContact(f, {
+      first_name: 'Bartholomew',
+      last_name: 'Roberts',
+      storedEmail: 'bart@pirates.example',
+      email: 'bart@pirates.example',
+    });
   },
   async '015_contact_email_domains'(f) {
     await insertContact(f, { first_name: 'Ünal', last_name: 'Bücher', storedEmail: 'unal@bücher.example', email: 'unal@bücher.example' });

@@ -24,7 +24,13 @@ import type { Seed, SeedContact } from './migrationFixtures.js';
 // After the upgrade: everything the fixtures wrote, read back through today's domain functions.
 
 export function adminCtx(db: Db, seed: Seed): Ctx {
-  return { db: db.kysely, orgId: seed.orgId, actor: { kind: 'user', userId: seed.adminId, role: 'admin' }, requestId: 'upgrade', now: new Date() };
+  return {
+    db: db.kysely,
+    orgId: seed.orgId,
+    actor: { kind: 'user', userId: seed.adminId, role: 'admin' },
+    requestId: 'upgrade',
+    now: new Date(),
+  };
 }
 
 /** Every item of a list, a page of `limit` at a time, following the positions as a cursor would. */
@@ -76,7 +82,9 @@ export async function checkUpgraded(db: Db, seed: Seed): Promise<void> {
     for (const [key, value] of Object.entries(want.metadata)) expect(ids(await contacts({ metadata: { key, value } }))).toEqual([want.id]);
     // Creating it again, in any form of its address, is refused; a POST, a CSV import, a batch alike.
     const again = emailForms(want.email).at(-1)!;
-    await expect(createContact(ctx, { first_name: 'Again', email: again }, 'api'), `POST ${again}`).rejects.toMatchObject({ code: 'contact_exists' });
+    await expect(createContact(ctx, { first_name: 'Again', email: again }, 'api'), `POST ${again}`).rejects.toMatchObject({
+      code: 'contact_exists',
+    });
     const imported = await importContacts(ctx, `first_name,email\nAgain,${again}\n`, { partial: false });
     expect(imported.counts, `import ${again}`).toMatchObject({ created: 0, refused: 1 });
   }
@@ -90,7 +98,8 @@ export async function checkUpgraded(db: Db, seed: Seed): Promise<void> {
   // replays, the secret's fingerprint.
   if (seed.apiKey) expect(await authenticateKey(db.kysely, SECRET, seed.apiKey, new Date())).toMatchObject({ orgId: seed.orgId });
   if (seed.revokedApiKey) await expect(authenticateKey(db.kysely, SECRET, seed.revokedApiKey, new Date())).rejects.toThrow(/revoked/);
-  if (seed.sessionToken) expect(await findSession(db.kysely, seed.sessionToken, new Date())).toMatchObject({ userId: seed.adminId, orgId: seed.orgId });
+  if (seed.sessionToken)
+    expect(await findSession(db.kysely, seed.sessionToken, new Date())).toMatchObject({ userId: seed.adminId, orgId: seed.orgId });
   if (seed.endpoint) {
     expect(ids(await listEndpoints(ctx))).toEqual([seed.endpoint.id]);
     const log = await deliveryLog(ctx, seed.endpoint.id);
@@ -98,7 +107,10 @@ export async function checkUpgraded(db: Db, seed: Seed): Promise<void> {
   }
   if (seed.idempotency) {
     const { key, fingerprint, body } = seed.idempotency;
-    expect(await claim(db.kysely, seed.orgId, key, fingerprint, new Date())).toMatchObject({ outcome: 'replay', response: { status: 201, body } });
+    expect(await claim(db.kysely, seed.orgId, key, fingerprint, new Date())).toMatchObject({
+      outcome: 'replay',
+      response: { status: 201, body },
+    });
   }
   for (const { table, where } of seed.rows) {
     const [[column, value]] = Object.entries(where) as [[string, string]];
@@ -111,7 +123,9 @@ export async function checkUpgraded(db: Db, seed: Seed): Promise<void> {
   // A batch upsert matching on email updates the contacts that exist, in whatever form they were stored.
   const upserted = await batchContacts(
     ctx,
-    seed.contacts.map((c) => ({ input: { first_name: c.first_name, last_name: c.last_name, email: emailForms(c.email).at(-1)!, notes: 'synced' } })),
+    seed.contacts.map((c) => ({
+      input: { first_name: c.first_name, last_name: c.last_name, email: emailForms(c.email).at(-1)!, notes: 'synced' },
+    })),
     { mode: 'upsert', matchOn: 'email', atomic: true },
   );
   expect(upserted.map((o) => ('contact' in o ? [o.status, o.contact.id] : o.error.code))).toEqual(seed.contacts.map((c) => [200, c.id]));
@@ -127,13 +141,18 @@ export async function checkUpgraded(db: Db, seed: Seed): Promise<void> {
 
   // Groups, their members in the order added, their metadata.
   const groups = await walk((page) => listGroups(ctx, page), 1);
-  expect(groups.map((g) => [g.id, g.name, g.member_count, g.metadata])).toEqual(seed.groups.map((g) => [g.id, g.name, g.memberIds.length, g.metadata]));
-  for (const group of seed.groups) expect((await walk((page) => listMembers(ctx, group.id, page), 1)).map((m) => m.contact_id)).toEqual(group.memberIds);
+  expect(groups.map((g) => [g.id, g.name, g.member_count, g.metadata])).toEqual(
+    seed.groups.map((g) => [g.id, g.name, g.memberIds.length, g.metadata]),
+  );
+  for (const group of seed.groups)
+    expect((await walk((page) => listMembers(ctx, group.id, page), 1)).map((m) => m.contact_id)).toEqual(group.memberIds);
 
   // Files, all and by status.
   expect(ids(await walk((page) => listFiles(ctx, page)))).toEqual(ids(seed.files));
   for (const status of ['pending', 'ready'] as const) {
-    expect(ids((await listFiles(ctx, { limit: 25, after: null }, { status })).items)).toEqual(ids(seed.files.filter((f) => f.status === status)));
+    expect(ids((await listFiles(ctx, { limit: 25, after: null }, { status })).items)).toEqual(
+      ids(seed.files.filter((f) => f.status === status)),
+    );
   }
 
   // Events, with patterns; the update above added one more.
@@ -144,7 +163,6 @@ export async function checkUpgraded(db: Db, seed: Seed): Promise<void> {
     expect(contactEvents.length).toBeGreaterThan(0);
     for (const event of contactEvents) expect(JSON.parse(event.json)).toMatchObject({ type: expect.stringMatching(/^contact\./) });
   }
-
 }
 
 function expectContact(got: ContactView, want: SeedContact): void {
