@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { MIGRATION_NAMES, migrateToLatest, migrator, openDatabase, type Db } from '../src/db/database.js';
 import { DIALECTS, freshDatabase, type Dialect } from './helpers/harness.js';
@@ -49,6 +50,26 @@ async function migrateTo(db: Db, name: string): Promise<void> {
   });
 }
 
+/** The tables of the database (not Kysely's, not the search index's) without a row. */
+async function emptyTables(db: Db): Promise<string[]> {
+  const tables = await retried(() => db.kysely.introspection.getTables());
+  const names = tables
+    .filter((t) => !t.isView && (db.pgSchema === undefined || t.schema === db.pgSchema))
+    .map((t) => t.name)
+    .filter((name) => !name.startsWith('kysely_') && !name.startsWith('contacts_fts'));
+  const empty: string[] = [];
+  for (const name of names) {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table of the database
+    const row = await (db.kysely as any)
+      .selectFrom(name)
+      .select(sql`1`.as('one'))
+      .limit(1)
+      .executeTakeFirst();
+    if (!row) empty.push(name);
+  }
+  return empty.sort();
+}
+
 describe('upgrade fixtures', () => {
   it('cover every migration, in order', () => {
     expect(Object.keys(FIXTURES)).toEqual(MIGRATION_NAMES);
@@ -67,6 +88,7 @@ describe.each(DIALECTS)('upgrade on %s', (dialect) => {
         await migrateTo(db, name);
         const fixture = newFixture(db.kysely, applied);
         for (const migration of applied) await FIXTURES[migration]!(fixture);
+        expect(await emptyTables(db), 'tables the fixtures left empty').toEqual([]);
         const ran = await retried(() => migrateToLatest(db));
         expect(ran).toEqual(MIGRATION_NAMES.slice(i + 1));
         await checkUpgraded(db, fixture.seed);
