@@ -19,7 +19,7 @@ import { deliveryLog } from '../../src/domain/webhooks/deliveries.js';
 import { listEndpoints } from '../../src/domain/webhooks/endpoints.js';
 import { claim } from '../../src/infra/idempotency/store.js';
 import { SECRET } from './harness.js';
-import type { Seed, SeedContact } from './migrationFixtures.js';
+import type { Seed, SeedContact } from './fixtureRows.js';
 
 // After the upgrade: everything the fixtures wrote, read back through today's domain functions.
 
