@@ -13,7 +13,7 @@ import { listEvents } from '../../src/domain/events/events.js';
 import { listFiles } from '../../src/domain/files/files.js';
 import { listGroups } from '../../src/domain/groups/groups.js';
 import { listMembers } from '../../src/domain/groups/members.js';
-import type { Page, PageRequest, Position } from '../../src/domain/pagination.js';
+import { decodeCursor, encodeCursor, type Page, type PageRequest, type Position } from '../../src/domain/pagination.js';
 import { findSession } from '../../src/domain/sessions/sessions.js';
 import { deliveryLog } from '../../src/domain/webhooks/deliveries.js';
 import { listEndpoints } from '../../src/domain/webhooks/endpoints.js';
@@ -42,7 +42,8 @@ async function walk<T extends { id: string }>(list: (page: PageRequest) => Promi
     all.push(...page.items);
     if (!page.hasMore) return all;
     const last = page.items.at(-1) as T & { created_at?: string };
-    after = page.last ?? { createdAt: last.created_at!, id: last.id };
+    // Through a signed cursor, as the API hands it out and takes it back.
+    after = decodeCursor(SECRET, 'upgrade', encodeCursor(SECRET, 'upgrade', page.last ?? { createdAt: last.created_at!, id: last.id }));
   }
   throw new Error('the list does not end');
 }
