@@ -52,6 +52,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '012_contact_sync',
       '013_contact_search',
       '014_search_prefixes',
+      '015_contact_email_domains',
       '016_event_actors',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });

@@ -1,7 +1,13 @@
-import type { Kysely } from 'kysely';
+import { readFileSync } from 'node:fs';
+import { sql, type Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, migrator, type Db } from '../src/db/database.js';
-import { listContacts } from '../src/domain/contacts/list.js';
+import { batchContacts } from '../src/domain/contacts/batch.js';
+import { createContact } from '../src/domain/contacts/contacts.js';
+import { importContacts } from '../src/domain/contacts/import.js';
+import { listContacts, type ContactFilters } from '../src/domain/contacts/list.js';
+import { searchText } from '../src/domain/contacts/searchText.js';
+import type { Ctx } from '../src/domain/context.js';
 import { DIALECTS, freshDatabase, type Dialect } from './helpers/harness.js';
 
 /** An empty database of this dialect, no migration applied; dropped by the afterEach below. */
@@ -157,7 +163,110 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect(JSON.parse(events[1]!.data).object.notes).toBe(tricky);
   });
 
-  it('undoes 006 to 014 and applies them again', async () => {
+  it('015 gives contacts stored before domain normalisation their canonical email, unless another contact holds it', async () => {
+    db = await emptyDatabase(dialect);
+    await migrateTo(db, '014_search_prefixes');
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables as they were before 015
+    const old = db.kysely as unknown as Kysely<any>;
+    const at = '2024-01-01T10:00:00.000Z';
+    await old
+      .insertInto('orgs')
+      .values([
+        { id: 'org_1', name: 'Org', created_at: at },
+        { id: 'org_2', name: 'Other', created_at: at },
+      ])
+      .execute();
+    const contact = (id: string, email: string, org_id = 'org_1') => ({
+      id,
+      org_id,
+      first_name: id,
+      last_name: 'Test',
+      email,
+      email_lower: email.toLowerCase(),
+      source_type: 'api',
+      // As migration 013 and the version before 015 wrote it: from the address as stored.
+      search_text: searchText({ first_name: id, last_name: 'Test', email, phone: null }),
+      created_at: at,
+      updated_at: at,
+    });
+    await old
+      .insertInto('contacts')
+      .values([
+        contact('con_ada', 'Ada@XN--BCHER-KVA.example'),
+        contact('con_zoe', 'Zoe@Example.COM'),
+        contact('con_fine', 'fine@bücher.example'),
+        // The duplicate the bug let in: the canonical address is taken, the old row stays as it is.
+        contact('con_bob1', 'bob@bücher.example'),
+        contact('con_bob2', 'bob@xn--bcher-kva.example'),
+        // Two old forms of one address: the first (by id) takes it.
+        contact('con_cy1', 'cy@xn--bcher-kva.example'),
+        contact('con_cy2', 'cy@bu\u0308cher.example'),
+        // Another organisation's holder is no conflict.
+        contact('con_bob3', 'bob@XN--BCHER-KVA.example', 'org_2'),
+      ])
+      .execute();
+    const ctx: Ctx = {
+      db: db.kysely,
+      orgId: 'org_1',
+      actor: { kind: 'user', userId: 'usr_1', role: 'admin' },
+      requestId: 'test',
+      now: new Date(),
+    };
+    const ids = async (filters: ContactFilters, orgId = 'org_1') =>
+      (await listContacts({ ...ctx, orgId }, { limit: 25, after: null }, filters)).items.map((c) => c.id);
+    // The bug, before 015: the address in its canonical form does not find the contact.
+    expect(await ids({ email: 'ada@bücher.example' })).toEqual([]);
+
+    const started = new Date().toISOString();
+    expect(await migrateToLatest(db)).toEqual(['015_contact_email_domains', '016_event_actors']);
+    const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
+    const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
+    expect(byId.con_ada).toMatchObject({ email: 'Ada@bücher.example', email_lower: 'ada@bücher.example' });
+    expect(byId.con_zoe).toMatchObject({ email: 'Zoe@example.com', email_lower: 'zoe@example.com' });
+    expect(byId.con_bob3).toMatchObject({ email: 'bob@bücher.example' });
+    expect(byId.con_cy1).toMatchObject({ email: 'cy@bücher.example' });
+    for (const id of ['con_ada', 'con_zoe', 'con_bob3', 'con_cy1']) expect(byId[id]!.updated_at >= started, id).toBe(true);
+    // Left as they were: already canonical, or the canonical address taken.
+    expect(byId.con_fine).toMatchObject({ email: 'fine@bücher.example', updated_at: at });
+    expect(byId.con_bob1).toMatchObject({ email: 'bob@bücher.example', updated_at: at });
+    expect(byId.con_bob2).toMatchObject({ email: 'bob@xn--bcher-kva.example', updated_at: at });
+    expect(byId.con_cy2).toMatchObject({ email: 'cy@bu\u0308cher.example', updated_at: at });
+
+    // Found by email= in any form, and by q= through the search index of 014.
+    for (const form of ['ada@bücher.example', 'ADA@BÜCHER.EXAMPLE', 'Ada@xn--bcher-kva.example'])
+      expect(await ids({ email: form }), form).toEqual(['con_ada']);
+    expect(await ids({ words: ['bucher'] })).toEqual(expect.arrayContaining(['con_ada', 'con_fine', 'con_bob1', 'con_cy1']));
+    expect(await ids({ words: ['xn'] })).toEqual(['con_bob2']);
+    expect(await ids({ updatedAfter: at })).toEqual(['con_ada', 'con_cy1', 'con_zoe']);
+    expect(await ids({ email: 'bob@bücher.example' }, 'org_2')).toEqual(['con_bob3']);
+    // Not created twice: a POST, a CSV import row, a batch upsert on email.
+    await expect(createContact(ctx, { first_name: 'Ada', email: 'ada@bücher.example' }, 'api')).rejects.toMatchObject({
+      code: 'contact_exists',
+      extra: { existing_id: 'con_ada' },
+    });
+    expect((await importContacts(ctx, 'first_name,email\nAda,Ada@XN--BCHER-KVA.example\n', { partial: true })).counts).toMatchObject({
+      created: 0,
+      refused: 1,
+    });
+    const [upserted] = await batchContacts(ctx, [{ input: { first_name: 'Ada', email: 'Ada@bücher.example', notes: 'synced' } }], {
+      mode: 'upsert',
+      matchOn: 'email',
+      atomic: true,
+    });
+    expect(upserted).toMatchObject({ status: 200, contact: { id: 'con_ada', notes: 'synced' } });
+    expect(await ids({ email: 'ada@bücher.example' })).toEqual(['con_ada']);
+
+    // The query CHANGELOG.md gives for this database finds the pairs left behind.
+    const changelog = readFileSync(new URL('../CHANGELOG.md', import.meta.url), 'utf8');
+    const section = changelog.slice(changelog.indexOf('`015_contact_email_domains`'));
+    const queries = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/^ {2}/gm, '').trim().replace(/;$/, ''));
+    const { rows: pairs } = await sql
+      .raw<{ left_id: string; holder_id: string }>(queries[dialect === 'sqlite' ? 0 : 1]!)
+      .execute(db.kysely);
+    expect(pairs.map((p) => [p.left_id, p.holder_id])).toEqual([['con_bob2', 'con_bob1']]);
+  });
+
+  it('undoes 006 to 016 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);
     await migrateTo(db, '005_list_indexes');
@@ -171,6 +280,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '012_contact_sync',
       '013_contact_search',
       '014_search_prefixes',
+      '015_contact_email_domains',
       '016_event_actors',
     ]);
   });

@@ -29,6 +29,7 @@ import * as sourceTypes from './migrations/011_source_types.js';
 import * as contactSync from './migrations/012_contact_sync.js';
 import * as contactSearch from './migrations/013_contact_search.js';
 import * as searchPrefixes from './migrations/014_search_prefixes.js';
+import * as contactEmailDomains from './migrations/015_contact_email_domains.js';
 import * as eventActors from './migrations/016_event_actors.js';
 import type { Database } from './schema.js';
 
@@ -282,8 +283,12 @@ const migrations: Record<string, Migration> = {
   '012_contact_sync': contactSync,
   '013_contact_search': contactSearch,
   '014_search_prefixes': searchPrefixes,
+  '015_contact_email_domains': contactEmailDomains,
   '016_event_actors': eventActors,
 };
+
+/** Every migration's name, oldest first (the upgrade test builds a database at each). */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
 
 const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations) };
 

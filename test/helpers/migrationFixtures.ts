@@ -1,0 +1,278 @@
+import { createHash } from 'node:crypto';
+import { secretFingerprint } from '../../src/db/secretFingerprint.js';
+import { generateKey, hashKey } from '../../src/domain/apiKeys/format.js';
+import { newId } from '../../src/domain/ids.js';
+import { contactObject, insertContact, insertEvent, insertFile, insertLabel, legacy, linkLabel, type Fixture } from './fixtureRows.js';
+import { SECRET } from './harness.js';
+
+export { newFixture } from './fixtureRows.js';
+
+// Data as a database held it at each migration, written with raw SQL in the tables' shape of that
+// time, for test/upgrade.test.ts: it builds a database at migration M, runs the fixtures of 001…M
+// (each adds what its own migration's tables and columns allow, in the shape at M: see `has`),
+// upgrades it, and reads everything back through today's domain functions against `Seed`.
+// A new migration needs its fixture here, or the upgrade test fails by the migration's name.
+
+// Each migration's fixture: what its own tables and columns allow, in the shape at M.
+export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
+  async '001_core'(f) {
+    const { db, seed } = f;
+    const at = f.at();
+    await db.insertInto('orgs').values({ id: seed.orgId, name: 'Analytical Engines', created_at: at }).execute();
+    await db.insertInto('orgs').values({ id: seed.otherOrgId, name: 'Another org', created_at: at }).execute();
+    // A real argon2id hash (of a password nobody knows): the row as the app wrote it.
+    const passwordHash = '$argon2id$v=19$m=19456,t=2,p=1$K5BWKk/bPAlrl4v/ZWs2wA$yhcaNsxp6MjBS7FKwUzeZG63UYYeO8gNHV8hu6CLuf8';
+    const email = `admin-${seed.adminId.toLowerCase()}@example.com`;
+    await db
+      .insertInto('users')
+      .values({ id: seed.adminId, email, email_lower: email, name: 'Admin', password_hash: passwordHash, created_at: at })
+      .execute();
+    await db.insertInto('memberships').values({ org_id: seed.orgId, user_id: seed.adminId, role: 'admin', created_at: at }).execute();
+    const key = async (revoked: boolean) => {
+      const plain = generateKey(SECRET);
+      await db
+        .insertInto('api_keys')
+        .values({
+          id: newId('key'),
+          org_id: seed.orgId,
+          name: revoked ? 'old key' : 'sync key',
+          key_hash: hashKey(SECRET, plain),
+          last4: plain.slice(-4),
+          scopes: 'contacts:write groups:write files:write',
+          created_by: seed.adminId,
+          created_at: at,
+          expires_at: '2099-01-01T00:00:00.000Z',
+          revoked_at: revoked ? at : null,
+          revoked_reason: revoked ? 'manual' : null,
+        })
+        .execute();
+      return plain;
+    };
+    seed.apiKey = await key(false);
+    seed.revokedApiKey = await key(true);
+    const vip = await insertLabel(f, 'VIP');
+    await insertLabel(f, 'Newsletter');
+    await insertContact(f, {
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      storedEmail: 'ada@example.com',
+      email: 'ada@example.com',
+      labelIds: [vip],
+    });
+    // Stored before domains were normalised: an ACE (`xn--`) domain in capitals, a capitalised one.
+    await insertContact(f, {
+      first_name: 'Bertha',
+      last_name: 'Buch',
+      storedEmail: legacy(f, 'Ada@XN--BCHER-KVA.example', 'Ada@bücher.example'),
+      email: 'Ada@bücher.example',
+      source: 'import',
+    });
+    await insertContact(f, {
+      first_name: 'Zoë',
+      last_name: 'Ångström',
+      storedEmail: legacy(f, 'Zoe@Example.COM', 'Zoe@example.com'),
+      email: 'Zoe@example.com',
+      phone: '+44 20 7946 0958',
+    });
+    // The same address in another organisation: each keeps its own.
+    await insertContact(f, {
+      orgId: seed.otherOrgId,
+      first_name: 'Ada',
+      last_name: 'Other',
+      storedEmail: 'ada@example.com',
+      email: 'ada@example.com',
+    });
+    const body = JSON.stringify({ object: 'contact', id: seed.contacts[0]!.id });
+    seed.idempotency = { key: `idem-${seed.orgId}`, fingerprint: 'f'.repeat(64), body };
+    const now = Date.now();
+    await db
+      .insertInto('idempotency_keys')
+      .values({
+        org_id: seed.orgId,
+        key: seed.idempotency.key,
+        fingerprint: seed.idempotency.fingerprint,
+        state: 'done',
+        locked_until: new Date(now - 60_000).toISOString(),
+        response_status: 201,
+        response_headers: JSON.stringify({ 'content-type': 'application/json; charset=utf-8' }),
+        response_body: body,
+        created_at: new Date(now - 120_000).toISOString(),
+        expires_at: new Date(now + 3_600_000).toISOString(),
+      })
+      .execute();
+  },
+  async '002_groups_files'(f) {
+    const at = f.at();
+    const group = { id: newId('grp'), name: 'Engineers', memberIds: [] as string[], metadata: {} };
+    await f.db
+      .insertInto('groups')
+      .values({ id: group.id, org_id: f.seed.orgId, name: group.name, description: 'who builds', created_at: at, updated_at: at })
+      .execute();
+    // Added out of contact order: members list in the order they were added.
+    for (const contact of [f.seed.contacts[2]!, f.seed.contacts[0]!]) {
+      await f.db
+        .insertInto('group_members')
+        .values({ org_id: f.seed.orgId, group_id: group.id, contact_id: contact.id, added_at: f.at() })
+        .execute();
+      group.memberIds.push(contact.id);
+    }
+    f.seed.groups.push(group);
+    await insertFile(f, 'notes.txt', 'ready');
+    await insertFile(f, 'pending.txt', 'pending');
+  },
+  async '003_sessions'(f) {
+    const token = `session-token-${f.seed.orgId}`;
+    await f.db
+      .insertInto('sessions')
+      .values({
+        id_hash: createHash('sha256').update(token).digest('hex'),
+        user_id: f.seed.adminId,
+        org_id: f.seed.orgId,
+        csrf_token: 'csrf',
+        created_at: f.at(),
+        expires_at: '2099-01-01T00:00:00.000Z',
+      })
+      .execute();
+    f.seed.sessionToken = token;
+  },
+  async '004_events_webhooks'(f) {
+    for (const contact of f.seed.contacts) await insertEvent(f, 'contact.created', contactObject(contact));
+    const at = f.at();
+    const endpointId = newId('we');
+    await f.db
+      .insertInto('webhook_endpoints')
+      .values({
+        id: endpointId,
+        org_id: f.seed.orgId,
+        url: 'https://hooks.example.com/orgdata',
+        events: JSON.stringify(['contact.*']),
+        secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0',
+        status: 'enabled',
+        consecutive_failures: 1,
+        failing_since: at,
+        created_by: f.seed.adminId,
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+    const delivery = (status: string, eventId: string) => ({
+      id: newId('msg'),
+      org_id: f.seed.orgId,
+      endpoint_id: endpointId,
+      event_id: eventId,
+      event_type: 'contact.created',
+      status,
+      attempts: status === 'pending' ? 0 : 1,
+      next_attempt_at: at,
+      created_at: at,
+      updated_at: at,
+    });
+    const done = delivery('failed', f.seed.events[0]!);
+    await f.db
+      .insertInto('webhook_deliveries')
+      .values([done, delivery('pending', f.seed.events[1]!)])
+      .execute();
+    await f.db
+      .insertInto('webhook_attempts')
+      .values({
+        id: newId('att'),
+        org_id: f.seed.orgId,
+        delivery_id: done.id,
+        endpoint_id: endpointId,
+        attempted_at: at,
+        status_code: 500,
+        error: null,
+        latency_ms: 42,
+        response_excerpt: 'oops',
+      })
+      .execute();
+    f.seed.endpoint = { id: endpointId, attempts: 1, pending: 1 };
+  },
+  async '005_list_indexes'(f) {
+    await insertFile(f, 'report.pdf', 'ready');
+  },
+  async '006_contact_label_order'(f) {
+    // A label given long after the contact was made: the link keeps the contact's created_at.
+    await linkLabel(f, f.seed.contacts[1]!, f.seed.labels[0]!.id);
+  },
+  async '007_event_resource_order'(f) {
+    await insertEvent(f, 'label.created', { object: 'label', id: f.seed.labels[1]!.id });
+    await insertEvent(f, 'group.created', { object: 'group', id: f.seed.groups[0]!.id });
+  },
+  async '008_drop_events_age'(f) {
+    await insertEvent(f, 'contact.updated', contactObject(f.seed.contacts[0]!));
+  },
+  async '009_blob_purges'(f) {
+    await insertFile(f, 'claimed.bin', 'pending', true);
+    await f.db
+      .insertInto('blob_purges')
+      .values({ storage_key: `${f.seed.orgId}/gone`, purge_after: f.at() })
+      .execute();
+    f.seed.rows.push({ table: 'blob_purges', where: { storage_key: `${f.seed.orgId}/gone` } });
+  },
+  async '010_settings'(f) {
+    await f.db
+      .insertInto('settings')
+      .values({ name: 'secret_fingerprint', value: secretFingerprint(SECRET), updated_at: f.at() })
+      .execute();
+    f.seed.rows.push({ table: 'settings', where: { name: 'secret_fingerprint' } });
+  },
+  async '011_source_types'(f) {
+    await insertContact(f, {
+      first_name: 'Grace',
+      last_name: 'Hopper',
+      storedEmail: 'grace@navy.example',
+      email: 'grace@navy.example',
+      source: 'api',
+    });
+    await insertContact(f, {
+      first_name: 'Alan',
+      last_name: 'Turing',
+      storedEmail: 'alan@bletchley.example',
+      email: 'alan@bletchley.example',
+      source: 'csv_import',
+    });
+  },
+  async '012_contact_sync'(f) {
+    await insertContact(f, {
+      first_name: 'Katherine',
+      last_name: 'Johnson',
+      storedEmail: 'katherine@nasa.example',
+      email: 'katherine@nasa.example',
+      external_id: 'crm-42',
+      metadata: { tier: 'gold', region: 'us' },
+      labelIds: [f.seed.labels[1]!.id],
+    });
+    const group = f.seed.groups[0]!;
+    group.metadata = { team: 'core' };
+    await f.db
+      .updateTable('groups')
+      .set({ metadata: JSON.stringify(group.metadata) })
+      .where('id', '=', group.id)
+      .execute();
+  },
+  async '013_contact_search'(f) {
+    await insertContact(f, { first_name: 'Émile', last_name: 'Zola', storedEmail: 'emile@zola.example', email: 'emile@zola.example' });
+  },
+  async '014_search_prefixes'(f) {
+    // Longer than the six characters the terms keep: found by its prefix, checked on the row.
+    await insertContact(f, {
+      first_name: 'Bartholomew',
+      last_name: 'Roberts',
+      storedEmail: 'bart@pirates.example',
+      email: 'bart@pirates.example',
+    });
+  },
+  async '015_contact_email_domains'(f) {
+    await insertContact(f, { first_name: 'Ünal', last_name: 'Bücher', storedEmail: 'unal@bücher.example', email: 'unal@bücher.example' });
+  },
+  async '016_event_actors'(f) {
+    const contact = f.seed.contacts[0]!;
+    await insertEvent(f, 'contact.updated', contactObject(contact), {
+      actor_type: 'user',
+      actor_id: f.seed.adminId,
+      request_id: 'req_fixture016',
+    });
+    await insertEvent(f, 'contact.updated', contactObject(contact), { actor_type: 'system', actor_id: null, request_id: null });
+  },
+};
