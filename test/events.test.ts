@@ -95,6 +95,22 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     expect(relabelled!.data.previous_attributes).toEqual({ name: 'VIP' });
     const member = all.find((e) => e.type === 'group.member_added')!;
     expect(member.data.object).toMatchObject({ object: 'group_member', id: contact.id, group_id: group.id, contact_id: contact.id });
+    // What each event happened to, for the timelines (migration 016).
+    const stored = await h.db.kysely
+      .selectFrom('events')
+      .select(['id', 'subject_id', 'related_id'])
+      .where(
+        'id',
+        'in',
+        all.map((e) => e.id),
+      )
+      .execute();
+    const subjectOf = new Map(stored.map((row) => [row.id, [row.subject_id, row.related_id]]));
+    for (const event of all) {
+      const group = event.type.startsWith('group.member_') ? (event.data.object.group_id as string) : null;
+      expect(subjectOf.get(event.id)).toEqual([event.data.object.id, group]);
+    }
+    expect(subjectOf.get(member.id)).toEqual([contact.id, group.id]);
     const uploaded = all.find((e) => e.type === 'file.uploaded')!;
     expect(uploaded.data.object).toMatchObject({
       id: reserved.id,

@@ -266,6 +266,42 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect(pairs.map((p) => [p.left_id, p.holder_id])).toEqual([['con_bob2', 'con_bob1']]);
   });
 
+  it('016 finds what older events happened to (subject, group) and names no actor for them', async () => {
+    db = await emptyDatabase(dialect);
+    await migrateTo(db, '015_contact_email_domains');
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables as they were before 016
+    const old = db.kysely as unknown as Kysely<any>;
+    const at = '2024-01-01T10:00:00.000Z';
+    await old.insertInto('orgs').values({ id: 'org_1', name: 'Org', created_at: at }).execute();
+    const event = (id: string, type: string, object: object) => ({
+      id,
+      org_id: 'org_1',
+      type,
+      resource: type.split('.')[0],
+      data: JSON.stringify({ object }),
+      created_at: at,
+    });
+    await old
+      .insertInto('events')
+      .values([
+        event('evt_1', 'contact.created', { object: 'contact', id: 'con_1', first_name: 'Ada' }),
+        event('evt_2', 'group.member_added', { object: 'group_member', id: 'con_1', group_id: 'grp_1', contact_id: 'con_1' }),
+        event('evt_3', 'contact.deleted', { object: 'contact', id: 'con_2', erased: true }),
+      ])
+      .execute();
+    expect(await migrateToLatest(db)).toEqual(['016_event_actors']);
+    const rows = await db.kysely
+      .selectFrom('events')
+      .select(['id', 'subject_id', 'related_id', 'actor_type', 'actor_id', 'request_id'])
+      .orderBy('id')
+      .execute();
+    expect(rows).toEqual([
+      { id: 'evt_1', subject_id: 'con_1', related_id: null, actor_type: null, actor_id: null, request_id: null },
+      { id: 'evt_2', subject_id: 'con_1', related_id: 'grp_1', actor_type: null, actor_id: null, request_id: null },
+      { id: 'evt_3', subject_id: 'con_2', related_id: null, actor_type: null, actor_id: null, request_id: null },
+    ]);
+  });
+
   it('undoes 006 to 016 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);

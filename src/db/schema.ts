@@ -183,6 +183,10 @@ export interface EventsTable {
   actor_id: string | null;
   /** The request that caused it; null for system work and older events. */
   request_id: string | null;
+  /** The id of `data.object` (a group_member's: its contact's): a contact's or group's timeline. */
+  subject_id: string | null;
+  /** group.member_* events: the group. */
+  related_id: string | null;
 }
 
 export type EventActorType = 'api_key' | 'user' | 'system';

@@ -10,9 +10,23 @@ import { matchesAny, resourceOf, type EventType } from './types.js';
 export interface ResourceView {
   object: string;
   id: string;
+  /** A group_member's group. */
+  group_id?: string;
 }
 
-const EVENT_COLUMNS = ['id', 'org_id', 'type', 'resource', 'data', 'created_at', 'actor_type', 'actor_id', 'request_id'] as const;
+const EVENT_COLUMNS = [
+  'id',
+  'org_id',
+  'type',
+  'resource',
+  'data',
+  'created_at',
+  'subject_id',
+  'related_id',
+  'actor_type',
+  'actor_id',
+  'request_id',
+] as const;
 // lease_until, last_attempt_at, last_status and last_error start null.
 const DELIVERY_COLUMNS = [
   'id',
@@ -75,6 +89,8 @@ export async function recordEvents(
     resource: resourceOf(type),
     data: JSON.stringify(previousAttributes ? { object, previous_attributes: previousAttributes } : { object }),
     created_at: at,
+    subject_id: object.id,
+    related_id: type === 'group.member_added' || type === 'group.member_removed' ? (object.group_id ?? null) : null,
     ...cause,
   }));
   await insertRows(trx, 'events', EVENT_COLUMNS, events);
