@@ -14,6 +14,7 @@ import { OperatorError, required, UsageError } from './cli/operatorError.js';
 import { withDb } from './cli/withDb.js';
 import { readNewPassword } from './cli/password.js';
 import { backupCommand, eraseCommand, restoreCommand } from './cli/dataCommands.js';
+import { showRequest } from './cli/requests.js';
 import { version } from './version.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
@@ -37,6 +38,7 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata webhooks delete|enable|disable --org ORG_ID ENDPOINT_ID
   orgdata contacts erase --org ORG_ID --id CONTACT_ID
                                      delete a contact and remove its personal data from events and stored replays
+  orgdata requests show REQUEST_ID   an API request from the request log (REQUEST_LOG_DAYS), with the events it caused
   orgdata backup --to DIR            a consistent copy of the database (SQLite) and files while the server runs
   orgdata restore --from DIR         a backup back into an empty DATA_DIR, checked against its manifest
 
@@ -247,6 +249,11 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     }
     case 'contacts erase':
       return eraseCommand(config, values);
+    case 'requests show': {
+      const requestId = rest[0];
+      if (!requestId) throw new UsageError('missing REQUEST_ID');
+      return showRequest(config, requestId);
+    }
     case 'backup':
       return backupCommand(config, values);
     case 'restore':

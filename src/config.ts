@@ -35,6 +35,8 @@ export interface Config {
   idempotencyLockSeconds: number;
   /** Events (and their webhook deliveries) older than this are purged. */
   eventRetentionDays: number;
+  /** API requests are logged (dashboard → Developer → Logs) and kept this many days; 0: not logged. */
+  requestLogDays: number;
   /** Webhooks: http:// and private, loopback and link-local addresses allowed (development, tests). */
   webhookAllowPrivateUrls: boolean;
   /** A webhook attempt without a 2xx answer within this many seconds has failed. */
@@ -305,6 +307,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     keepAliveTimeoutSeconds: int(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
     idempotencyLockSeconds: int(env, 'IDEMPOTENCY_LOCK_SECONDS', 60, 1, 3600),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    requestLogDays: int(env, 'REQUEST_LOG_DAYS', 7, 0, 365),
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     webhookTimeoutSeconds: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
     webhookRetrySchedule: retrySchedule(env),

@@ -16,6 +16,7 @@ import { DependencyHealth } from './infra/health.js';
 import { withDeadline } from './infra/deadline.js';
 import { deliveryWorkerFor } from './infra/webhooks/deliveryWorker.js';
 import { purgeOldDeliveries } from './domain/webhooks/outbox.js';
+import { purgeOldRequests } from './domain/requests/requestLog.js';
 import { ServiceMetrics } from './infra/metrics.js';
 
 export interface RunningServer {
@@ -81,7 +82,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     metrics,
   });
   health.log = app.log;
-  // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused,
+  // Housekeeping: idempotency keys past 24 h, reservations whose upload link expired unused, the
+  // request log past REQUEST_LOG_DAYS,
   // leftovers of interrupted uploads, and expired dashboard sessions.
   const housekeeping = () => {
     const now = new Date();
@@ -91,6 +93,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
     purgeOldEvents(db.kysely, now, config.eventRetentionDays).catch((error: unknown) => app.log.warn({ err: error }, 'event purge failed'));
     purgeOldDeliveries(db.kysely, now, config.eventRetentionDays).catch((error: unknown) =>
       app.log.warn({ err: error }, 'webhook delivery purge failed'),
+    );
+    purgeOldRequests(db.kysely, now, Math.max(1, config.requestLogDays)).catch((error: unknown) =>
+      app.log.warn({ err: error }, 'request log purge failed'),
     );
   };
   housekeeping();

@@ -54,6 +54,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '014_search_prefixes',
       '015_contact_email_domains',
       '016_event_actors',
+      '017_request_log',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -22,6 +22,8 @@ import { labelPages } from './pages/labels.js';
 import { memberPages } from './pages/members.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
+import { requestLogPages } from './pages/requestLog.js';
+import { usagePages } from './pages/usage.js';
 import type { UrlPolicy } from '../domain/webhooks/urlGuard.js';
 import type { SignInThrottle } from '../infra/signInThrottle/signInThrottle.js';
 
@@ -36,6 +38,8 @@ export interface DashboardDeps {
   webhooks: UrlPolicy;
   /** Counts sign-in attempts (shared by every instance with Redis). */
   signInThrottle: SignInThrottle;
+  /** DAILY_QUOTA, for the Usage page. */
+  dailyQuota: number;
 }
 
 export function notFoundPage(): string {
@@ -109,6 +113,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     secureCookies: options.secureCookies,
     maxImportBytes: options.maxImportBytes,
     webhooks: options.webhooks,
+    dailyQuota: options.dailyQuota,
     signInThrottle: options.signInThrottle,
   };
   await app.register(cookie);
@@ -147,6 +152,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(memberPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
+    await pages.register(requestLogPages, deps);
+    await pages.register(usagePages, deps);
     await pages.register(webhookDetailPages, deps);
   });
 };

@@ -5,6 +5,7 @@ import type { FileDeps } from '../domain/files/files.js';
 import { ValidationError } from '../domain/errors.js';
 import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
 import { authenticate } from './authenticate.js';
+import { logRequests, type RequestLogWriter } from './requestLog.js';
 import type { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
 import { idempotencyOnSend, idempotencyPreHandler, inClaimTransaction } from './idempotency.js';
 import { contactRoutes } from './routes/contacts.js';
@@ -24,6 +25,8 @@ export interface ApiDeps {
   keyCache?: VerifiedKeyCache;
   /** Where problem `type` links point (config.docsUrl). */
   docsUrl: string;
+  /** Where each request's row goes (REQUEST_LOG_DAYS > 0). */
+  requestLog?: RequestLogWriter | null;
 }
 
 /** Everything under /api/v1 that needs a key: the edge (auth, limits, idempotency), then routes. */
@@ -40,6 +43,7 @@ export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options
     docsUrl: options.docsUrl,
   };
   app.addHook('onRequest', authenticate(deps));
+  if (options.requestLog) logRequests(app, options.requestLog);
   // The hooks below are attached only to the routes that need them: a GET runs none of them
   // (each async hook is a promise and a turn of the event loop on every request).
   // An operation without a body schema takes no body: one sent anyway is refused, not ignored

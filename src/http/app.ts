@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import type { RateLimiter } from '../infra/rateLimit/rateLimiter.js';
 import type { Config } from '../config.js';
 import { authenticatedApi } from './api.js';
+import { RequestLogWriter } from './requestLog.js';
 import { errorHandler } from './errorHandler.js';
 import { isApiPath, routeTable } from './methodNotAllowed.js';
 import { openApiCollector } from './openapi.js';
@@ -235,9 +236,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     maxImportBytes: 5 * 1024 * 1024,
     webhooks: { allowPrivateUrls: config.webhookAllowPrivateUrls },
     signInThrottle: deps.signInThrottle ?? new MemorySignInThrottle(),
+    dailyQuota: config.dailyQuota,
   });
   await app.register(docsRoutes, { openApi });
+  // The request log's rows are written in batches; what is left is written when the app closes
+  // (before the server closes the database).
+  const requestLog = config.requestLogDays > 0 ? new RequestLogWriter(deps.db.kysely, app.log) : null;
+  if (requestLog) app.addHook('onClose', () => requestLog.close());
   await app.register(authenticatedApi, {
+    requestLog,
     prefix: '/api/v1',
     db: deps.db.kysely,
     files,

@@ -33,6 +33,8 @@ export function authenticate(deps: AuthDeps) {
     if (!match?.[1]) throw new UnauthorizedError('The Authorization header must be "Bearer" followed by your API key.');
     const now = new Date();
     const key = await authenticateKey(deps.db, deps.secret, match[1], now, deps.keyCache);
+    // Verified: a request refused by the limits below is still this key's (the request log shows it).
+    request.apiKey = key;
 
     const decision = await deps.rateLimiter.take(key.id, key.orgId, now);
     setRateLimitHeaders(reply, policy, decision);
@@ -54,7 +56,6 @@ export function authenticate(deps: AuthDeps) {
         },
       );
     }
-    request.apiKey = key;
     // At most one write a minute per key, off the request's path.
     recordKeyUse(deps.db, key, () => describeOrigin(request.ip, request.headers['user-agent']), now).catch((error: unknown) =>
       request.log.warn({ err: error }, 'could not record key use'),

@@ -64,6 +64,7 @@ export function sendProblem(
   detail: string,
   extra: Record<string, unknown> = {},
 ): FastifyReply {
+  request.problemCode = code;
   return reply
     .code(status)
     .type(PROBLEM_TYPE)

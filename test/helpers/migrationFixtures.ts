@@ -275,4 +275,29 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     });
     await insertEvent(f, 'contact.updated', contactObject(contact), { actor_type: 'system', actor_id: null, request_id: null });
   },
+  async '017_request_log'(f) {
+    const at = f.at();
+    const requestId = `req_fixture017${f.seed.orgId.slice(-6)}`;
+    await f.db
+      .insertInto('request_log')
+      .values({
+        request_id: requestId,
+        org_id: f.seed.orgId,
+        key_id: 'key_fixture',
+        at,
+        method: 'GET',
+        route: '/api/v1/contacts',
+        status: 200,
+        error_code: null,
+        duration_ms: 1.25,
+        origin: '127.0.0.0/24 · curl',
+      })
+      .execute();
+    await f.db
+      .insertInto('request_usage')
+      .values({ org_id: f.seed.orgId, key_id: 'key_fixture', day: at.slice(0, 10), class: '2xx', count: 1 })
+      .execute();
+    f.seed.rows.push({ table: 'request_log', where: { request_id: requestId } });
+    f.seed.rows.push({ table: 'request_usage', where: { org_id: f.seed.orgId, key_id: 'key_fixture' } });
+  },
 };

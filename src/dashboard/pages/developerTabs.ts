@@ -2,14 +2,18 @@ import { html, type Html } from '../html.js';
 
 export const DEVELOPER = '/settings/developer';
 export const WEBHOOKS = `${DEVELOPER}/webhooks`;
+export const LOGS = `${DEVELOPER}/logs`;
+export const USAGE = `${DEVELOPER}/usage`;
 
-/** Settings → Developer has two pages: API keys and webhooks. */
-export function developerTabs(current: 'keys' | 'webhooks'): Html {
-  const tab = (id: 'keys' | 'webhooks', href: string, label: string) =>
+type Tab = 'keys' | 'webhooks' | 'logs' | 'usage';
+
+/** Settings → Developer: API keys, webhooks, the request log and usage. */
+export function developerTabs(current: Tab): Html {
+  const tab = (id: Tab, href: string, label: string) =>
     html`<li><a href="${href}" ${id === current ? html` aria-current="page"` : ''}>${label}</a></li>`;
   return html`<nav aria-label="Developer settings" class="tabs">
     <ul>
-      ${tab('keys', DEVELOPER, 'API keys')}${tab('webhooks', WEBHOOKS, 'Webhooks')}
+      ${tab('keys', DEVELOPER, 'API keys')}${tab('webhooks', WEBHOOKS, 'Webhooks')}${tab('logs', LOGS, 'Logs')}${tab('usage', USAGE, 'Usage')}
     </ul>
   </nav>`;
 }
