@@ -26,7 +26,7 @@ describe.each(DIALECTS)('request log on %s', (dialect) => {
     const missing = await h.call(key, 'GET', '/api/v1/contacts/con_00000000000000000000');
     const invalid = await h.call(key, 'POST', '/api/v1/contacts', { first_name: '' });
     const byEmail = await h.call(key, 'GET', '/api/v1/contacts?email=private.person%40example.com');
-    const limited = [];
+    const limited: Awaited<ReturnType<Harness['call']>>[] = [];
     for (let i = 0; i < 3; i++) limited.push(await h.call(key, 'GET', '/api/v1/contacts'));
     expect(limited.at(-1)!.statusCode).toBe(429);
     // A request without a valid key belongs to no organisation: not logged.
