@@ -14,6 +14,7 @@ import { OperatorError, required, UsageError } from './cli/operatorError.js';
 import { withDb } from './cli/withDb.js';
 import { readNewPassword } from './cli/password.js';
 import { backupCommand, eraseCommand, restoreCommand } from './cli/dataCommands.js';
+import { exportCommand, importCommand, orgExportCommand } from './cli/exchange/commands.js';
 import { version } from './version.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
@@ -24,6 +25,8 @@ const USAGE = `orgdata — operator commands (every command takes --json)
                                      apply migrations and exit (creates the database when there is none)
   orgdata org create --name NAME --admin-email EMAIL --admin-password PW
   orgdata org list                   organisations with their ids
+  orgdata org export --org ORG_ID --to DIR
+                                     one organisation's data and files, without secrets, for its owner
   orgdata users list --org ORG_ID
   orgdata users add --org ORG_ID --email EMAIL --password PW --role admin|member
   orgdata users set-role --org ORG_ID --email EMAIL --role admin|member
@@ -39,6 +42,8 @@ const USAGE = `orgdata — operator commands (every command takes --json)
                                      delete a contact and remove its personal data from events and stored replays
   orgdata backup --to DIR            a consistent copy of the database (SQLite) and files while the server runs
   orgdata restore --from DIR         a backup back into an empty DATA_DIR, checked against its manifest
+  orgdata export --to DIR            the whole installation in a database-neutral format (JSON lines, files, manifest)
+  orgdata import --from DIR          an export into an empty installation (SQLite or PostgreSQL, local or S3), same SECRET_KEY
 
 Configuration comes from the environment (see README): DATA_DIR, DATABASE_URL, SECRET_KEY, …`;
 
@@ -75,7 +80,7 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   // Only the server and `migrate` make a new installation (database, generated secret).
   const config = loadConfig(process.env, {
     createSecret: command === 'serve' || command === 'migrate',
-    secretOptional: command === 'restore',
+    secretOptional: command === 'restore' || command === 'import',
   });
 
   switch (command) {
@@ -251,6 +256,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       return backupCommand(config, values);
     case 'restore':
       return restoreCommand(config, values);
+    case 'export':
+      return exportCommand(config, values);
+    case 'org export':
+      return orgExportCommand(config, values);
+    case 'import':
+      return importCommand(config, values);
     default:
       throw new UsageError(`unknown command "${positionals.join(' ')}"`);
   }
