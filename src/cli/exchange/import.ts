@@ -134,9 +134,8 @@ async function requireEmptyStore(store: BlobStore): Promise<void> {
   );
 }
 
-/** Rows an import leaves out: the target's own secret fingerprint (the same, checked), and files dropped by the export. */
+/** Rows an import leaves out: files the export dropped (deleted while it ran). */
 function skipRow(table: string, manifest: ExportManifest): (row: Record<string, unknown>) => boolean {
-  if (table === 'settings') return (row) => row.name === 'secret_fingerprint';
   if (table === 'files') {
     const dropped = new Set(manifest.files.dropped);
     return (row) => dropped.has(String(row.id));
@@ -156,7 +155,15 @@ async function insertTable(
   const flush = async () => {
     const rows = batch;
     batch = [];
-    await inTransaction(db.kysely, (trx) => insertRows(trx, table as keyof Database & string, columns, rows));
+    await inTransaction(db.kysely, async (trx) => {
+      // The target recorded its SECRET_KEY's fingerprint when it was migrated: the same as the
+      // export's (checked), whose row, as it was, takes its place.
+      if (table === 'settings') {
+        const names = rows.map((row) => String(row.name));
+        if (names.length > 0) await trx.deleteFrom('settings').where('name', 'in', names).execute();
+      }
+      await insertRows(trx, table as keyof Database & string, columns, rows);
+    });
     count += rows.length;
   };
   for await (const line of readRows(file)) {
