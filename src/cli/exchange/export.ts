@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
+import { StringDecoder } from 'node:string_decoder';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Config } from '../../config.js';
@@ -97,10 +97,21 @@ async function writeTables(snapshot: Snapshot, dir: string, scope: ExportScope):
   return tables;
 }
 
-/** The rows of an export's table file, one at a time. */
+/**
+ * The rows of an export's table file, one at a time. The file is pulled a chunk at a time as the
+ * rows are used (readline's iterator queues every line the stream emits meanwhile: a slow
+ * consumer, such as an import waiting on its database, would end up holding the whole file).
+ */
 export async function* readRows(file: string): AsyncIterable<Record<string, unknown>> {
-  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-  for await (const line of lines) if (line) yield JSON.parse(line) as Record<string, unknown>;
+  const decoder = new StringDecoder('utf8');
+  let rest = '';
+  for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 })) {
+    const lines = (rest + decoder.write(chunk as Buffer)).split('\n');
+    rest = lines.pop()!;
+    for (const line of lines) if (line) yield JSON.parse(line) as Record<string, unknown>;
+  }
+  rest += decoder.end();
+  if (rest) yield JSON.parse(rest) as Record<string, unknown>;
 }
 
 /** Copies the bytes of every file the exported rows name, reading those rows back from the export. */
