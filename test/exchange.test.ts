@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExportManifest } from '../src/cli/exchange/format.js';
@@ -126,6 +127,16 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     return target;
   }
 
+  async function countOf(env: ServerEnv, table: string): Promise<number> {
+    const client = new pg.Client({ connectionString: env.env.DATABASE_URL });
+    await client.connect();
+    try {
+      return Number((await client.query<{ n: string }>(`select count(*) as n from ${table}`)).rows[0]!.n);
+    } finally {
+      await client.end();
+    }
+  }
+
   async function tablesOf(env: ServerEnv): Promise<number> {
     const client = new pg.Client({ connectionString: env.env.DATABASE_URL });
     await client.connect();
@@ -192,6 +203,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     // Once: the target is no longer empty.
     const again = await cliResult(target.env, ['import', '--from', exported]);
     expect(errorCode(again)).toBe('target_not_empty');
+    expect(await countOf(target, 'contacts')).toBe(26);
 
     const server = await startServerProcess(target);
     try {
@@ -308,5 +320,68 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     const target = await postgresTarget('org-refused');
     expect(errorCode(await cliResult(target.env, ['import', '--from', dir]))).toBe('export_scope');
     expect(existsSync(path.join(dir, 'manifest.json'))).toBe(true);
+  });
+
+  it('exports one snapshot while the server writes, and the export imports whole', async () => {
+    const busy = await serverEnv('sqlite');
+    envs.push(busy);
+    const { key } = await orgWithKey(busy.env);
+    const server = await startServerProcess(busy);
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const label = (await (
+      await fetch(`${busy.url}/api/v1/contacts/labels`, { method: 'POST', headers, body: JSON.stringify({ name: 'Busy' }) })
+    ).json()) as { id: string };
+    let writing = true;
+    let written = 0;
+    const writer = (async () => {
+      for (let n = 0; writing; n++) {
+        const body = JSON.stringify({
+          first_name: 'Busy',
+          email: `busy${n}@example.com`,
+          label_ids: [label.id],
+          metadata: { n: String(n) },
+        });
+        const res = await fetch(`${busy.url}/api/v1/contacts`, { method: 'POST', headers, body });
+        expect(res.status).toBe(201);
+        written++;
+      }
+    })();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const dir = path.join(tempDir(), 'busy');
+      const result = await cliResult(busy.env, ['export', '--to', dir]);
+      expect(result.code, JSON.stringify(result.json)).toBe(0);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      writing = false;
+      await writer;
+      const manifest = result.json as unknown as ExportManifest;
+      const contacts = manifest.tables.contacts!.rows;
+      expect(contacts).toBeGreaterThan(0);
+      expect(contacts).toBeLessThan(written);
+      // One instant: every contact with its label link, its metadata and its event, none without.
+      expect(manifest.tables.contact_labels!.rows).toBe(contacts);
+      expect(manifest.tables.contact_metadata!.rows).toBe(contacts);
+      expect(manifest.tables.events!.rows).toBe(contacts + 1);
+      const into = { ...busy.env, DATA_DIR: path.join(tempDir(), 'busy-target') };
+      const imported = await cliResult(into, ['import', '--from', dir]);
+      expect(imported.code, JSON.stringify(imported.json)).toBe(0);
+    } finally {
+      writing = false;
+      await writer.catch(() => undefined);
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+
+  it('stops on a table it does not know, rather than leave it behind', async () => {
+    const odd = await serverEnv('sqlite');
+    envs.push(odd);
+    await orgWithKey(odd.env);
+    const db = new SQLite(path.join(odd.env.DATA_DIR!, 'orgdata.sqlite'));
+    db.exec('create table surprise (id text primary key)');
+    db.close();
+    const result = await cliResult(odd.env, ['export', '--to', path.join(tempDir(), 'odd')]);
+    expect(errorCode(result)).toBe('unknown_table');
+    expect(JSON.stringify(result.json)).toContain('surprise');
   });
 });
