@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -193,6 +194,22 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
 
     expect(await tablesOf(target)).toBe(0);
     expect(await s3.keys('refusals')).toEqual([]);
+
+    // An export of an older orgdata (one migration fewer): upgrade it first.
+    const older = path.join(tempDir(), 'older');
+    cpSync(exported, older, { recursive: true });
+    const manifest = JSON.parse(readFileSync(path.join(older, 'manifest.json'), 'utf8')) as ExportManifest;
+    writeFileSync(path.join(older, 'manifest.json'), JSON.stringify({ ...manifest, migrations: manifest.migrations.slice(0, -1) }));
+    const outdated = await cliResult(target.env, ['import', '--from', older]);
+    expect(errorCode(outdated)).toBe('migrations_differ');
+    expect(JSON.stringify(outdated.json)).toContain('014_search_prefixes');
+    expect(await countOf(target, 'orgs')).toBe(0);
+
+    // A bucket that already holds files.
+    const occupied = await postgresTarget('occupied');
+    await s3.client.send(new PutObjectCommand({ Bucket: 'occupied', Key: 'org_x/file_y', Body: 'already here' }));
+    expect(errorCode(await cliResult(occupied.env, ['import', '--from', exported]))).toBe('target_not_empty');
+    expect(await countOf(occupied, 'orgs')).toBe(0);
   });
 
   it('moves SQLite + local files to PostgreSQL + S3: keys, cursors, files, replays, search, sessions and webhooks keep working', async () => {
