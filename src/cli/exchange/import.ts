@@ -11,7 +11,7 @@ import type { BlobStore } from '../../infra/blobs/blobStore.js';
 import { OperatorError } from '../operatorError.js';
 import { readRows } from './export.js';
 import { blobFile, decodeValue, verifyExport, type ExportManifest } from './format.js';
-import { dataTables, storedColumns, type Query } from './tables.js';
+import { dataTables, quoted, storedColumns, type Query } from './tables.js';
 
 /** Rows a transaction of the import writes. */
 const BATCH = 1000;
@@ -197,10 +197,9 @@ async function advanceSequences(db: Db, query: Query): Promise<void> {
   );
   for (const { table_name: table, column_name: column, sequence } of owned) {
     if (!sequence) continue;
-    await query(
-      `select setval($1, coalesce((select max(${JSON.stringify(String(column))}) from ${JSON.stringify(String(table))}), 0) + 1, false)`,
-      [sequence],
-    );
+    await query(`select setval($1, coalesce((select max(${quoted(String(column))}) from ${quoted(String(table))}), 0) + 1, false)`, [
+      sequence,
+    ]);
   }
 }
 
