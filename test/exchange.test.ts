@@ -292,6 +292,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
         data: unknown[];
       };
       expect(found.data).toHaveLength(1);
+      // The bytes came back from the bucket into DATA_DIR/files.
+      const auth = { authorization: `Bearer ${org.key}` };
+      const link = (await (await fetch(`${back.url}/api/v1/files/${fileId}/download`, { headers: auth })).json()) as { url: string };
+      expect(sha256(new Uint8Array(await (await fetch(link.url)).arrayBuffer()))).toBe(sha256(bytes));
     } finally {
       again2.child.kill('SIGTERM');
       await again2.exited;
@@ -390,11 +394,21 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     }
   });
 
-  it('stops on a table it does not know, rather than leave it behind', async () => {
+  it('stops on bytes missing for a file that exists, and on a table it does not know, rather than leave them behind', async () => {
     const odd = await serverEnv('sqlite');
     envs.push(odd);
-    await orgWithKey(odd.env);
+    const { orgId } = await orgWithKey(odd.env);
     const db = new SQLite(path.join(odd.env.DATA_DIR!, 'orgdata.sqlite'));
+    const now = new Date().toISOString();
+    db.prepare(
+      `insert into files (id, org_id, name, content_type, size, status, sha256, storage_key, upload_expires_at, created_at, updated_at, uploaded_at)
+       values ('file_lost', ?, 'lost.txt', 'text/plain', 4, 'ready', ?, ?, ?, ?, ?, ?)`,
+    ).run(orgId, sha256('lost'), `${orgId}/file_lost`, now, now, now, now);
+    const lost = await cliResult(odd.env, ['export', '--to', path.join(tempDir(), 'lost')]);
+    expect(errorCode(lost)).toBe('export_failed');
+    expect(JSON.stringify(lost.json)).toContain('file_lost');
+
+    db.prepare(`delete from files where id = 'file_lost'`).run();
     db.exec('create table surprise (id text primary key)');
     db.close();
     const result = await cliResult(odd.env, ['export', '--to', path.join(tempDir(), 'odd')]);
