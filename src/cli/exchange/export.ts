@@ -39,9 +39,9 @@ export type ExportScope = { kind: 'instance' } | { kind: 'org'; orgId: string };
  * records. A file deleted in between is listed as dropped and its row left out by an import.
  */
 export async function exportData(config: Config, dir: string, scope: ExportScope): Promise<ExportManifest> {
-  await prepareExportDir(dir);
-  // withDb: the database exists, is migrated, and goes with this SECRET_KEY.
+  // withDb: the database exists, is migrated, and goes with this SECRET_KEY (else nothing is written).
   return withDb(config, async (db) => {
+    await prepareExportDir(dir);
     const snapshot = await openSnapshot(config);
     let tables: Record<string, TableEntry>;
     let migrations: string[];
