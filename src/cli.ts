@@ -15,6 +15,7 @@ import { withDb } from './cli/withDb.js';
 import { readNewPassword } from './cli/password.js';
 import { backupCommand, eraseCommand, restoreCommand } from './cli/dataCommands.js';
 import { showRequest } from './cli/requests.js';
+import { exportCommand, importCommand, orgExportCommand } from './cli/exchange/commands.js';
 import { version } from './version.js';
 
 const USAGE = `orgdata — operator commands (every command takes --json)
@@ -25,6 +26,8 @@ const USAGE = `orgdata — operator commands (every command takes --json)
                                      apply migrations and exit (creates the database when there is none)
   orgdata org create --name NAME --admin-email EMAIL --admin-password PW
   orgdata org list                   organisations with their ids
+  orgdata org export --org ORG_ID --to DIR
+                                     one organisation's data and files, without secrets, for its owner
   orgdata users list --org ORG_ID
   orgdata users add --org ORG_ID --email EMAIL --password PW --role admin|member
   orgdata users set-role --org ORG_ID --email EMAIL --role admin|member
@@ -41,6 +44,8 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata requests show REQUEST_ID   an API request from the request log (REQUEST_LOG_DAYS), with the events it caused
   orgdata backup --to DIR            a consistent copy of the database (SQLite) and files while the server runs
   orgdata restore --from DIR         a backup back into an empty DATA_DIR, checked against its manifest
+  orgdata export --to DIR            the whole installation in a database-neutral format (JSON lines, files, manifest)
+  orgdata import --from DIR          an export into an empty installation (SQLite or PostgreSQL, local or S3), same SECRET_KEY
 
 Configuration comes from the environment (see README): DATA_DIR, DATABASE_URL, SECRET_KEY, …`;
 
@@ -77,7 +82,7 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   // Only the server and `migrate` make a new installation (database, generated secret).
   const config = loadConfig(process.env, {
     createSecret: command === 'serve' || command === 'migrate',
-    secretOptional: command === 'restore',
+    secretOptional: command === 'restore' || command === 'import',
   });
 
   switch (command) {
@@ -258,6 +263,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       return backupCommand(config, values);
     case 'restore':
       return restoreCommand(config, values);
+    case 'export':
+      return exportCommand(config, values);
+    case 'org export':
+      return orgExportCommand(config, values);
+    case 'import':
+      return importCommand(config, values);
     default:
       throw new UsageError(`unknown command "${positionals.join(' ')}"`);
   }

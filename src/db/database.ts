@@ -269,7 +269,7 @@ function withStatementCache(sqlite: SQLite.Database, limit = 500) {
   };
 }
 
-const migrations: Record<string, Migration> = {
+export const migrations: Record<string, Migration> = {
   '001_core': core,
   '002_groups_files': groupsFiles,
   '003_sessions': sessions,

@@ -60,6 +60,8 @@ export interface BlobStore {
   directDownloadUrl(key: string, headers: DownloadHeaders, now: Date, expiresAt: Date): Promise<string | null>;
   /** Removes leftovers of interrupted writes older than `olderThan`; returns how many. */
   sweep(olderThan: Date): Promise<number>;
+  /** Whether the store holds any blob (staging leftovers aside): `orgdata import` fills only an empty one. */
+  hasBlobs(): Promise<boolean>;
   /**
    * A store across the network (S3) answers a cheap request within `ms`, or this rejects: its
    * reachability for GET /metrics. Absent for a local directory, which is no shared dependency.

@@ -82,6 +82,11 @@ export class LocalBlobStore implements BlobStore {
     return Promise.resolve(null);
   }
 
+  async hasBlobs(): Promise<boolean> {
+    const names = await readdir(path.join(this.root, 'blobs'), { recursive: true, withFileTypes: true }).catch(() => []);
+    return names.some((entry) => entry.isFile());
+  }
+
   async sweep(olderThan: Date): Promise<number> {
     let removed = 0;
     let names: string[];

@@ -176,6 +176,18 @@ export class S3BlobStore implements BlobStore {
   }
 
   /** Deletes staging objects older than `olderThan`: uploads interrupted between stage and commit. */
+  async hasBlobs(): Promise<boolean> {
+    let token: string | undefined;
+    do {
+      const page = await this.call((abortSignal) =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, ContinuationToken: token }), { abortSignal }),
+      );
+      if ((page.Contents ?? []).some((object) => object.Key && !object.Key.startsWith(STAGING_PREFIX))) return true;
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return false;
+  }
+
   async sweep(olderThan: Date): Promise<number> {
     let removed = 0;
     let token: string | undefined;
