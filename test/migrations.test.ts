@@ -218,7 +218,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect(await ids({ email: 'ada@bücher.example' })).toEqual([]);
 
     const started = new Date().toISOString();
-    expect(await migrateToLatest(db)).toEqual(['015_contact_email_domains', '016_event_actors']);
+    expect(await migrateToLatest(db)).toEqual(['015_contact_email_domains', '016_event_actors', '017_event_system_actor']);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
     expect(byId.con_ada).toMatchObject({ email: 'Ada@bücher.example', email_lower: 'ada@bücher.example' });
@@ -289,7 +289,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
         event('evt_3', 'contact.deleted', { object: 'contact', id: 'con_2', erased: true }),
       ])
       .execute();
-    expect(await migrateToLatest(db)).toEqual(['016_event_actors']);
+    expect(await migrateToLatest(db)).toEqual(['016_event_actors', '017_event_system_actor']);
     const rows = await db.kysely
       .selectFrom('events')
       .select(['id', 'subject_id', 'related_id', 'actor_type', 'actor_id', 'request_id'])
@@ -302,7 +302,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     ]);
   });
 
-  it('undoes 006 to 016 and applies them again', async () => {
+  it('undoes 006 to 017 and applies them again', async () => {
     db = await emptyDatabase(dialect);
     await migrateToLatest(db);
     await migrateTo(db, '005_list_indexes');
@@ -318,6 +318,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '014_search_prefixes',
       '015_contact_email_domains',
       '016_event_actors',
+      '017_event_system_actor',
     ]);
   });
 });

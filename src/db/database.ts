@@ -31,6 +31,7 @@ import * as contactSearch from './migrations/013_contact_search.js';
 import * as searchPrefixes from './migrations/014_search_prefixes.js';
 import * as contactEmailDomains from './migrations/015_contact_email_domains.js';
 import * as eventActors from './migrations/016_event_actors.js';
+import * as eventSystemActor from './migrations/017_event_system_actor.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -285,6 +286,7 @@ const migrations: Record<string, Migration> = {
   '014_search_prefixes': searchPrefixes,
   '015_contact_email_domains': contactEmailDomains,
   '016_event_actors': eventActors,
+  '017_event_system_actor': eventSystemActor,
 };
 
 /** Every migration's name, oldest first (the upgrade test builds a database at each). */

@@ -275,4 +275,6 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     });
     await insertEvent(f, 'contact.updated', contactObject(contact), { actor_type: 'system', actor_id: null, request_id: null });
   },
+  // An index only (events_system): no data of its own.
+  async '017_event_system_actor'() {},
 };
