@@ -91,14 +91,14 @@ export function activityTable(items: ActivityItem[], options: { actorLinks: bool
           html`<tr id="${item.id}">
             <td class="nowrap">${when(item.created_at)}</td>
             <td>${whatCell(item)}</td>
-            <td>
+            <td class="actor">
               ${
                 options.actorLinks && item.actor.type !== null
                   ? html`<a href="/activity?${new URLSearchParams({ actor: item.actor.id ?? 'system' }).toString()}">${item.actor.name}</a>`
                   : item.actor.name
               }
             </td>
-            <td>${item.request_id ? html`<code>${item.request_id}</code>` : html`<span class="muted">—</span>`}</td>
+            <td class="nowrap">${item.request_id ? html`<code>${item.request_id}</code>` : html`<span class="muted">—</span>`}</td>
           </tr>`,
       )}
     </tbody>
