@@ -6,6 +6,7 @@ import type { Ctx } from '../src/domain/context.js';
 import { listActivity, type ActivityFilters, type ActivityItem } from '../src/domain/events/activity.js';
 import { activityActors, UNKNOWN_ACTOR } from '../src/domain/events/names.js';
 import { createGroup } from '../src/domain/groups/groups.js';
+import { createLabel } from '../src/domain/labels/labels.js';
 import { addMembers } from '../src/domain/groups/members.js';
 import type { Position } from '../src/domain/pagination.js';
 import { signedIn } from './helpers/browserSession.js';
@@ -115,6 +116,8 @@ describe.each(DIALECTS)('activity on %s', (dialect) => {
 
     const types = async (filters: ActivityFilters) => (await walk(ctx, filters, 3)).map((i) => i.type);
     expect(await types({ type: 'contact.created' })).toEqual(['contact.created', 'contact.created']);
+    // Pages naming groups only (no contact in the union that names them).
+    expect((await walk(ctx, { type: 'group.created' })).map((i) => i.record.name)).toEqual(['Other', 'Friends']);
     expect(await types({ type: 'group.*' })).toEqual([
       'group.member_added',
       'group.created',
@@ -214,6 +217,12 @@ describe.each(DIALECTS)('activity on %s', (dialect) => {
     const kidA = await keyId(a);
     const ctxB = b.adminCtx();
     await createGroup(ctxB, { name: 'B group' });
+    await createLabel(ctxB, { name: 'B label' });
+    // Named in one query of two tables without contacts (their email column all nulls).
+    expect((await walk(ctxB)).map((i) => [i.record.name, i.record.exists])).toEqual([
+      ['B label', true],
+      ['B group', true],
+    ]);
     for (const filters of [{ subject: ada.id }, { subject: groupA.id }, { actor: kidA }, { actor: a.adminId }] as ActivityFilters[]) {
       expect((await walk(ctxB, filters)).length, JSON.stringify(filters)).toBe(0);
     }

@@ -1,4 +1,4 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Ctx } from '../context.js';
 import type { Database, EventActorType } from '../../db/schema.js';
 import type { EventResource } from './types.js';
@@ -63,10 +63,15 @@ export async function describeActors(
       : null;
   // Users are named only by ids this organisation's events hold: its members, present or past.
   const users =
-    userIds.length > 0 ? ctx.db.selectFrom('users').select(['id', 'email as name', 'email as last4']).where('id', 'in', userIds) : null;
+    userIds.length > 0
+      ? ctx.db
+          .selectFrom('users')
+          .select(['id', 'email as name', sql<string>`''`.as('last4')])
+          .where('id', 'in', userIds)
+      : null;
   const query = keys && users ? keys.unionAll(users) : (keys ?? users);
   if (query) {
-    for (const row of await query.execute()) names.set(row.id, row.id.startsWith('key_') ? keyName(row.name, row.last4) : row.name);
+    for (const row of await query.execute()) names.set(row.id, keyIds.includes(row.id) ? keyName(row.name, row.last4) : row.name);
   }
   return (row) => {
     if (row.actor_type === null) return { type: null, id: null, name: UNKNOWN_ACTOR };
