@@ -75,6 +75,8 @@ export const activityPages: FastifyPluginAsync<DashboardDeps> = async (app, { db
     const actor = filters.actor ?? '';
     const others = new URLSearchParams({ ...(type ? { type } : {}), ...(actor ? { actor } : {}) }).toString();
     const everything = others ? `/activity?${others}` : '/activity';
+    // A former member is not among the choices: named from their events when the page shows any.
+    const actorName = found.items.find((i) => i.actor.id === actor)?.actor.name ?? actor;
     const knownActor = actor === '' || actor === 'system' || [...actors.keys, ...actors.members].some((a) => a.id === actor);
     return send(
       reply,
@@ -107,7 +109,7 @@ export const activityPages: FastifyPluginAsync<DashboardDeps> = async (app, { db
             <div class="field">
               <label for="activity-actor">Who</label>
               <select id="activity-actor" name="actor">
-                ${option('', 'Anyone', actor)} ${option('system', 'System', actor)} ${knownActor ? '' : option(actor, actor, actor)}
+                ${option('', 'Anyone', actor)} ${option('system', 'System', actor)} ${knownActor ? '' : option(actor, actorName, actor)}
                 ${actors.members.length ? html`<optgroup label="People">${actors.members.map((m) => option(m.id, m.name, actor))}</optgroup>` : ''}
                 ${actors.keys.length ? html`<optgroup label="API keys">${actors.keys.map((k) => option(k.id, k.name, actor))}</optgroup>` : ''}
               </select>
