@@ -55,6 +55,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '015_contact_email_domains',
       '016_event_actors',
       '017_request_log',
+      '018_event_system_actor',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -218,7 +218,12 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
     expect(await ids({ email: 'ada@bücher.example' })).toEqual([]);
 
     const started = new Date().toISOString();
-    expect(await migrateToLatest(db)).toEqual(['015_contact_email_domains', '016_event_actors', '017_request_log']);
+    expect(await migrateToLatest(db)).toEqual([
+      '015_contact_email_domains',
+      '016_event_actors',
+      '017_request_log',
+      '018_event_system_actor',
+    ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
     expect(byId.con_ada).toMatchObject({ email: 'Ada@bücher.example', email_lower: 'ada@bücher.example' });
@@ -289,7 +294,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
         event('evt_3', 'contact.deleted', { object: 'contact', id: 'con_2', erased: true }),
       ])
       .execute();
-    expect(await migrateToLatest(db)).toEqual(['016_event_actors', '017_request_log']);
+    expect(await migrateToLatest(db)).toEqual(['016_event_actors', '017_request_log', '018_event_system_actor']);
     const rows = await db.kysely
       .selectFrom('events')
       .select(['id', 'subject_id', 'related_id', 'actor_type', 'actor_id', 'request_id'])
@@ -319,6 +324,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '015_contact_email_domains',
       '016_event_actors',
       '017_request_log',
+      '018_event_system_actor',
     ]);
   });
 });

@@ -38,6 +38,8 @@ pre.example{background:var(--bg);border:1px solid var(--line);border-radius:6px;
 dl.counts{display:grid;grid-template-columns:max-content max-content;gap:.2rem 1rem}dl.counts dt{font-weight:600}dl.counts dd{margin:0}
 ul.reasons{margin:0;padding-left:1.1rem}tr.import-refused td:nth-child(2){color:var(--danger);font-weight:600}
 .warning p{margin:.2rem 0}.nowrap{white-space:nowrap}
+details.changes summary{cursor:pointer;color:var(--accent);font-size:.85rem}details.changes table{margin:.3rem 0;width:auto}details.changes th,details.changes td{padding:.2rem .5rem;font-size:.85rem}
+details.changes th[scope=row]{text-transform:none;background:none;color:var(--fg)}del{color:var(--danger)}ins{color:var(--ok);text-decoration:none}table.activity td.actor{overflow-wrap:normal;min-width:9rem}
 .tabs ul{display:flex;gap:.25rem;list-style:none;margin:0 0 1rem;padding:0;border-bottom:1px solid var(--line)}
 .tabs a{display:block;padding:.4rem .8rem;text-decoration:none}.tabs a[aria-current=page]{border-bottom:2px solid var(--accent);font-weight:600}
 .topbar nav ul,.tabs ul{flex-wrap:wrap}main{overflow-wrap:anywhere}input,select,textarea{max-width:100%}fieldset{min-width:0}

@@ -1,7 +1,7 @@
 import type { SessionView } from '../domain/sessions/sessions.js';
 import { html, type Html } from './html.js';
 
-export type Section = 'contacts' | 'labels' | 'groups' | 'files' | 'import' | 'members' | 'developer' | 'none';
+export type Section = 'contacts' | 'labels' | 'groups' | 'files' | 'import' | 'activity' | 'members' | 'developer' | 'none';
 
 export interface PageOptions {
   title: string;
@@ -17,6 +17,7 @@ const NAV: { section: Section; href: string; label: string; admin?: boolean }[] 
   { section: 'groups', href: '/groups', label: 'Groups' },
   { section: 'files', href: '/files', label: 'Files' },
   { section: 'import', href: '/import', label: 'Import' },
+  { section: 'activity', href: '/activity', label: 'Activity' },
   { section: 'members', href: '/settings/members', label: 'Members', admin: true },
   { section: 'developer', href: '/settings/developer', label: 'Developer', admin: true },
 ];

@@ -12,6 +12,7 @@ import { CSS, JS } from './assets.js';
 import { checkCsrf, requireSession, text } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';
+import { activityPages } from './pages/activity.js';
 import { authPages } from './pages/auth.js';
 import { contactPages } from './pages/contacts.js';
 import { developerPages } from './pages/developer.js';
@@ -149,6 +150,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(groupPages, deps);
     await pages.register(filePages, deps);
     await pages.register(importPages, deps);
+    await pages.register(activityPages, deps);
     await pages.register(memberPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);

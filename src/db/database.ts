@@ -32,6 +32,7 @@ import * as searchPrefixes from './migrations/014_search_prefixes.js';
 import * as contactEmailDomains from './migrations/015_contact_email_domains.js';
 import * as eventActors from './migrations/016_event_actors.js';
 import * as requestLog from './migrations/017_request_log.js';
+import * as eventSystemActor from './migrations/018_event_system_actor.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -287,6 +288,7 @@ export const migrations: Record<string, Migration> = {
   '015_contact_email_domains': contactEmailDomains,
   '016_event_actors': eventActors,
   '017_request_log': requestLog,
+  '018_event_system_actor': eventSystemActor,
 };
 
 /** Every migration's name, oldest first (the upgrade test builds a database at each). */

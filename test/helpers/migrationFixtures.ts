@@ -300,4 +300,6 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     f.seed.rows.push({ table: 'request_log', where: { request_id: requestId } });
     f.seed.rows.push({ table: 'request_usage', where: { org_id: f.seed.orgId, key_id: 'key_fixture' } });
   },
+  // An index only (events_system): no data of its own.
+  async '018_event_system_actor'() {},
 };

@@ -8,6 +8,7 @@ import { html, type FieldErrors } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
 import { allLabels, contactForm, formErrors, formInput, send } from './contacts.js';
+import { timelineSection } from './timeline.js';
 
 /** One contact: edit, labels, delete. */
 export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }) => {
@@ -20,7 +21,7 @@ export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
     errors?: FieldErrors,
   ) {
     const ctx = ctxOf(request, db);
-    const labels = await allLabels(ctx);
+    const [labels, timeline] = await Promise.all([allLabels(ctx), timelineSection(ctx, contact.id)]);
     const attached = new Set(contact.labels.map((l) => l.id));
     const session = request.session!;
     return send(
@@ -89,6 +90,7 @@ export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
                   ${labels.length ? 'Every label is attached.' : html`No labels yet: <a href="/labels">create one</a>.`}
                 </p>`
           }
+          ${timeline}
           <h2>Delete</h2>
           <p>Deleting removes the contact from every group. This cannot be undone.</p>
           <p><a class="button secondary" href="/contacts/${contact.id}/delete">Delete contact…</a></p>`,

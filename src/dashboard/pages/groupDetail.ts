@@ -12,6 +12,7 @@ import { ctxOf, flash, list, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
+import { timelineSection } from './timeline.js';
 
 const MEMBERS_PAGE_SIZE = 25;
 const SEARCH_SIZE = 25;
@@ -61,13 +62,14 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
     const binding = JSON.stringify(['dashboard:group-members', ctx.orgId, group.id]);
     const after = state.cursor ? decodeCursor(secret, binding, state.cursor) : null;
     const q = state.q ?? null;
-    const [members, found] = await Promise.all([
+    const [members, found, timeline] = await Promise.all([
       listMembers(ctx, group.id, { limit: MEMBERS_PAGE_SIZE, after }),
       q === null
         ? null
         : q.trim() !== '' && searchWords(q).length === 0
           ? { items: [], hasMore: false }
           : listContacts(ctx, { limit: SEARCH_SIZE, after: null }, { words: searchWords(q).length > 0 ? searchWords(q) : undefined }),
+      timelineSection(ctx, group.id),
     ]);
     // One read per member row (at most 25); a member whose contact was just deleted shows its id.
     const contacts = await Promise.all(
@@ -173,6 +175,7 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
                     <button type="submit">Add to group</button>
                   </form>`
           }
+          ${timeline}
           <h2>Delete</h2>
           <p>Deleting the group removes its memberships; the contacts stay.</p>
           <p><a class="button secondary" href="/groups/${group.id}/delete">Delete group</a></p>`,

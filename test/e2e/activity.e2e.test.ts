@@ -1,0 +1,102 @@
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../../src/domain/apiKeys/apiKeys.js';
+import { createOrg } from '../../src/domain/orgs/orgs.js';
+import { ARTIFACTS, hasChromium, launchBrowser, signInAs, startLiveServer, watchConsole, type LiveServer } from './browser.js';
+
+const PASSWORD = 'correct horse battery';
+
+/**
+ * Activity and a contact's Timeline in a real Chromium (issue 20, item 2): changes made through
+ * the API with a key and in the dashboard by a person, then read back as who did what.
+ * Screenshots: artifacts/activity*.png, contact-timeline.png, group-timeline.png.
+ */
+describe.skipIf(!hasChromium)('activity in a browser', { timeout: 120_000 }, () => {
+  let server: LiveServer;
+  let browser: Browser;
+  let page: Page;
+  const consoleErrors: string[] = [];
+  let key = '';
+  let keyId = '';
+
+  const api = async (method: string, url: string, body?: unknown) => {
+    const res = await fetch(`${server.url}/api/v1${url}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    return { status: res.status, requestId: res.headers.get('request-id') ?? '', json: (await res.json()) as { id: string } };
+  };
+
+  beforeAll(async () => {
+    server = await startLiveServer();
+    const made = await createOrg(server.db.kysely, { name: 'Acme Ltd', adminEmail: 'ada@example.com', adminPassword: PASSWORD });
+    const created = await createApiKey(
+      { db: server.db.kysely, orgId: made.org.id, userId: made.user.id, now: new Date() },
+      server.config.secretKey,
+      { name: 'CRM sync', scopes: ['contacts:write', 'groups:write'] },
+    );
+    key = created.key;
+    keyId = created.id;
+    browser = await launchBrowser();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    watchConsole(page, consoleErrors);
+    await signInAs(page, server.url, 'ada@example.com', PASSWORD);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  it('shows who changed what, before → after, on Activity and on the contact’s and group’s timelines', async () => {
+    const grace = (await api('POST', '/contacts', { first_name: 'Grace', last_name: 'Hopper', email: 'grace@example.com' })).json;
+    const patched = await api('PATCH', `/contacts/${grace.id}`, { phone: '+1 555 0100', notes: 'Navy' });
+    expect(patched.status).toBe(200);
+    const group = (await api('POST', '/groups', { name: 'Pioneers' })).json;
+    await api('POST', `/groups/${group.id}/members`, { contact_ids: [grace.id] });
+    // A person edits the contact in the dashboard.
+    await page.goto(`${server.url}/contacts/${grace.id}`);
+    await page.getByLabel('Last name').fill('Hopper (RADM)');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.waitForURL(`${server.url}/contacts/${grace.id}`);
+
+    await page.goto(`${server.url}/activity`);
+    const rows = page.locator('table.activity > tbody > tr');
+    expect(await rows.count()).toBe(5);
+    const newest = rows.first();
+    expect(await newest.textContent()).toContain('ada@example.com');
+    expect(await newest.textContent()).toContain('contact.updated');
+    const byKey = page.getByRole('row', { name: new RegExp(patched.requestId) });
+    expect(await byKey.textContent()).toContain(`CRM sync (key …${key.slice(-4)})`);
+    await byKey.getByText('2 fields changed').click();
+    expect(await byKey.getByRole('cell', { name: '+1 555 0100' }).count()).toBe(1);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'activity.png'), fullPage: true });
+
+    // Filter by the key: only its events.
+    await page.getByLabel('Who').selectOption(keyId);
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL(/actor=/);
+    expect(await rows.count()).toBe(4);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'activity-by-key.png'), fullPage: true });
+
+    // The contact's timeline: the dashboard's edit and the key's, newest first.
+    await page.goto(`${server.url}/contacts/${grace.id}`);
+    const timeline = page.locator('#timeline + table > tbody > tr');
+    expect(await timeline.count()).toBe(4);
+    for (const summary of await page.locator('#timeline + table summary').all()) await summary.click();
+    expect(await timeline.first().textContent()).toContain('Hopper (RADM)');
+    await page.locator('#timeline').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'contact-timeline.png'), fullPage: true });
+
+    await page.goto(`${server.url}/groups/${group.id}`);
+    expect(await page.locator('#timeline + table > tbody > tr').count()).toBe(2);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'group-timeline.png'), fullPage: true });
+    await page.getByRole('link', { name: 'Open in Activity' }).click();
+    await page.waitForURL(/subject=/);
+    expect(await rows.count()).toBe(2);
+    expect(consoleErrors).toEqual([]);
+  });
+});
