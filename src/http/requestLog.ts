@@ -5,8 +5,11 @@ import { describeOrigin } from '../domain/apiKeys/apiKeys.js';
 import { nowIso } from '../domain/ids.js';
 import { writeRequests, type LoggedRequest } from '../domain/requests/requestLog.js';
 
-/** Rows written together, at most; a full batch is written at once rather than on the next tick. */
-const BATCH = 500;
+/**
+ * Rows written together, at most; a full batch is written at once rather than on the next tick.
+ * SQLite writes on the event loop: a smaller batch holds it for less time (about 1 ms per 100 rows).
+ */
+const BATCH = 200;
 /** How often what has gathered is written. */
 const FLUSH_MS = 1000;
 /**
@@ -83,6 +86,19 @@ export class RequestLogWriter {
  * a key was verified belongs to no organisation). Never a body, never the key.
  */
 export function logRequests(app: FastifyInstance, writer: RequestLogWriter): void {
+  // A client sends the same address and User-Agent request after request: their origin is worked
+  // out once (a profile of list-25 put describeOrigin at 0.8 % of the server's CPU).
+  const origins = new Map<string, string>();
+  const originOf = (ip: string | undefined, userAgent: string | undefined) => {
+    const id = `${ip} ${userAgent}`;
+    let origin = origins.get(id);
+    if (origin === undefined) {
+      if (origins.size >= 10_000) origins.clear();
+      origin = describeOrigin(ip, userAgent);
+      origins.set(id, origin);
+    }
+    return origin;
+  };
   app.addHook('onResponse', (request, reply, done) => {
     const key = request.apiKey;
     if (key) {
@@ -97,7 +113,7 @@ export function logRequests(app: FastifyInstance, writer: RequestLogWriter): voi
         status: reply.statusCode,
         error_code: request.problemCode ?? null,
         duration_ms: Math.round(reply.elapsedTime * 100) / 100,
-        origin: describeOrigin(request.ip, request.headers['user-agent']),
+        origin: originOf(request.ip, request.headers['user-agent']),
       });
     }
     done();
