@@ -10,8 +10,9 @@ import { SqliteAdapter, sql, type Kysely } from 'kysely';
 // And what it happened to, for the timelines of a contact or a group and the events of one
 // request: `subject_id` is the object's id (a group_member's is its contact's), `related_id` the
 // group of a group.member_* event. Backfilled from `data`. The indexes read one contact's, one
-// group's, one actor's or one request's events in list order; the last three are partial (only
-// the rows that have the column), so most events pay for one more index, not four.
+// group's or one actor's events in list order (the last two partial: only the rows that have the
+// column). A request's events need none: they were made while it ran, a range of events_page
+// from the request log's time and duration (domain/requests/requestLog.ts).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations must not depend on the evolving Database type
 export async function up(db: Kysely<any>): Promise<void> {
   for (const column of ['actor_type', 'actor_id', 'request_id', 'subject_id', 'related_id'])
@@ -38,17 +39,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .columns(['org_id', 'actor_id', 'created_at', 'id'])
     .where(sql.ref('actor_id'), 'is not', null)
     .execute();
-  await db.schema
-    .createIndex('events_request')
-    .on('events')
-    .columns(['org_id', 'request_id', 'created_at', 'id'])
-    .where(sql.ref('request_id'), 'is not', null)
-    .execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see up()
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const index of ['events_request', 'events_actor', 'events_related', 'events_subject']) await db.schema.dropIndex(index).execute();
+  for (const index of ['events_actor', 'events_related', 'events_subject']) await db.schema.dropIndex(index).execute();
   await db.schema.alterTable('files').dropColumn('created_by_id').execute();
   await db.schema.alterTable('files').dropColumn('created_by_type').execute();
   for (const column of ['related_id', 'subject_id', 'request_id', 'actor_id', 'actor_type'])
