@@ -8,7 +8,7 @@ import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './do
 import { listOrgMembers } from './domain/orgs/members.js';
 import { listOrgs, setPassword } from './domain/orgs/operator.js';
 import { checkSecretFingerprint } from './db/secretFingerprint.js';
-import { ShutdownFailed, startServer } from './server.js';
+import { serveCommand } from './cli/serve.js';
 import { webhookCommand } from './cli/webhooks.js';
 import { OperatorError, required, UsageError } from './cli/operatorError.js';
 import { withDb } from './cli/withDb.js';
@@ -86,43 +86,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   });
 
   switch (command) {
-    case 'serve': {
-      const server = await startServer(config);
-      // Exit code 0 once everything has closed (connections cut at the end of the grace period
-      // included), 1 when something failed to close or closing outlived the grace period by 10 s.
-      // A second signal ends the process at once: the handlers are removed by the first.
-      const stop = (signal: NodeJS.Signals) => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        // A watchdog that keeps the process alive as much as it bounds it (not unref'd): were the
-        // last thing the shutdown waits on an unref'd timer, Node would find nothing left to do
-        // and exit 0 before the shutdown had finished or logged.
-        setTimeout(
-          () => {
-            server.app.log.error('shutdown failed: it took too long; exiting');
-            process.exit(1);
-          },
-          (config.shutdownGraceSeconds + 10) * 1000,
-        );
-        // Should the event loop empty anyway, the shutdown did not finish: that is a failure too.
-        process.once('beforeExit', () => {
-          server.app.log.error('shutdown failed: it stopped before everything had closed');
-          process.exit(1);
-        });
-        server.close(signal).then(
-          () => process.exit(0),
-          (error: unknown) => {
-            // ShutdownFailed has been logged step by step, with the `shutdown failed` line.
-            if (!(error instanceof ShutdownFailed)) server.app.log.error({ err: error }, 'shutdown failed');
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-      if (values.json) process.stdout.write(JSON.stringify({ url: server.url }) + '\n');
-      return null;
-    }
+    case 'serve':
+      return serveCommand(config, values.json === true);
     case 'migrate': {
       const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
       const applied = await migrateToLatest(db)
