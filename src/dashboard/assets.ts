@@ -44,7 +44,7 @@ details.changes th[scope=row]{text-transform:none;background:none;color:var(--fg
 .tabs a{display:block;padding:.4rem .8rem;text-decoration:none}.tabs a[aria-current=page]{border-bottom:2px solid var(--accent);font-weight:600}
 .topbar nav ul,.tabs ul{flex-wrap:wrap}main{overflow-wrap:anywhere}input,select,textarea{max-width:100%}fieldset{min-width:0}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
-.filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end;margin:.5rem 0}.filters .field{margin:0}
+#f-request-id{width:22rem}.filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end;margin:.5rem 0}.filters .field{margin:0}
 .chart{margin:.5rem 0 1rem}.chart svg{max-width:48rem;display:block}.legend{display:inline-flex;align-items:center;gap:.3rem;margin-right:1rem;font-size:.9rem}
 meter{width:16rem;height:1.2rem;vertical-align:middle}.status.s2{color:#2f7d4f}.status.s4{color:#a35f00}.status.s5{color:#b3261e}
 @media (max-width:48rem){
