@@ -161,7 +161,9 @@ describe('orgdata requests show', { timeout: 120_000 }, () => {
       ]);
       expect(shown.request).toMatchObject({ request_id: requestId, key_id: keyId, method: 'POST', route: '/api/v1/contacts', status: 201 });
       expect(shown.events.map((e) => [e.type, e.data.object.id])).toEqual([['contact.created', contactId]]);
-      await expect(cli(env.env, ['requests', 'show', 'req_nothere'])).rejects.toMatchObject({ stdout: expect.stringContaining('"code":"not_found"') });
+      await expect(cli(env.env, ['requests', 'show', 'req_nothere'])).rejects.toMatchObject({
+        stdout: expect.stringContaining('"code":"not_found"'),
+      });
     } finally {
       await env.dispose();
     }
