@@ -1,0 +1,75 @@
+import { PostgresAdapter, sql, type RawBuilder } from 'kysely';
+import type { Ctx } from '../context.js';
+import { requireScope } from '../scopes.js';
+import { isLong, termsQuery, type ContactFilters } from './list.js';
+
+/**
+ * Up to this many contacts a count is exact; above it the dashboard says "10,000+". Counting
+ * reads at most this many index entries (plus one), however large the organisation: an exact
+ * count of a million contacts on every page view would read a million. Bulk actions act on at
+ * most this many contacts at once (see bulk.ts), so an exact count is also what they would touch.
+ */
+export const COUNT_BOUND = 10_000;
+
+export interface ContactCount {
+  /** Exact when `more` is false; otherwise COUNT_BOUND. */
+  count: number;
+  /** More than COUNT_BOUND contacts match. */
+  more: boolean;
+}
+
+/** The filters of the dashboard's list: its search's words and its label. */
+export type ListedFilters = Pick<ContactFilters, 'words' | 'labelId'>;
+
+/**
+ * How many contacts the filters select, exactly up to COUNT_BOUND. Each query stops at
+ * COUNT_BOUND + 1 rows of the index that drives it:
+ *
+ * - no filter: the (org_id, created_at, id) index of contacts;
+ * - a label: its links' (label_id, org_id, …) index, the words (if any) checked on each contact,
+ *   as the list's own walk of a label does;
+ * - words alone: the terms' index (FTS5 on SQLite, the GIN index on PostgreSQL), each match's
+ *   words longer than a term checked on its row.
+ *
+ * So a count costs at most what walking COUNT_BOUND matches costs; where matches are sparse in
+ * the driving index (a label on every contact, a word on few of them) it reads as far as the
+ * list's page would walk for the same filter.
+ */
+export async function countContacts(ctx: Ctx, filters: ListedFilters): Promise<ContactCount> {
+  requireScope(ctx.actor, 'contacts:read');
+  const limit = COUNT_BOUND + 1;
+  const words = filters.words ?? [];
+  const postgres = ctx.db.getExecutor().adapter instanceof PostgresAdapter;
+  /** Each word begins a word of the contact's search_text (the list's test on a row, see list.ts). */
+  const like = (checked: string[]): RawBuilder<unknown> =>
+    sql.join(
+      checked.map((word) => sql`and (' ' || c.search_text) like ${`% ${word}%`}`),
+      sql` `,
+    );
+  let matches: RawBuilder<unknown>;
+  if (filters.labelId !== undefined) {
+    const text =
+      words.length === 0
+        ? sql``
+        : postgres
+          ? sql`and c.search_terms @> cast(${termsQuery(ctx, words)} as text[]) ${like(words.filter(isLong))}`
+          : like(words);
+    matches = sql`select 1 from contact_labels cl inner join contacts c on c.id = cl.contact_id
+      where cl.label_id = ${filters.labelId} and cl.org_id = ${ctx.orgId} and c.org_id = ${ctx.orgId} ${text} limit ${limit}`;
+  } else if (words.length > 0) {
+    const long = words.filter(isLong);
+    matches = postgres
+      ? sql`select 1 from contacts c where c.org_id = ${ctx.orgId}
+          and c.search_terms @> cast(${termsQuery(ctx, words)} as text[]) ${like(long)} limit ${limit}`
+      : long.length === 0
+        ? // The organisation's term is part of the query (see termsQuery): the index alone answers.
+          sql`select rowid from contacts_fts where contacts_fts match ${termsQuery(ctx, words)} limit ${limit}`
+        : sql`select 1 from contacts_fts cross join contacts c on c.rowid = contacts_fts.rowid
+            where contacts_fts match ${termsQuery(ctx, words)} and c.org_id = ${ctx.orgId} ${like(long)} limit ${limit}`;
+  } else {
+    matches = sql`select 1 from contacts c where c.org_id = ${ctx.orgId} limit ${limit}`;
+  }
+  const { rows } = await sql<{ n: number | string }>`select count(*) as n from (${matches}) as matches`.execute(ctx.db);
+  const n = Number(rows[0]?.n ?? 0);
+  return n > COUNT_BOUND ? { count: COUNT_BOUND, more: true } : { count: n, more: false };
+}
