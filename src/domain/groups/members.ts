@@ -133,3 +133,32 @@ export async function removeMember(
     return { object: 'group_member' as const, id: contactId, deleted: true as const };
   });
 }
+
+/** A group a contact is in, as its page lists them. */
+export interface ContactGroupView {
+  id: string;
+  name: string;
+  added_at: string;
+}
+
+export const CONTACT_GROUPS_SHOWN = 100;
+
+/**
+ * The groups a contact is in, in the order it joined them: up to CONTACT_GROUPS_SHOWN, and whether
+ * there are more. A range of the (contact_id) index of members, each joined to its group.
+ */
+export async function groupsOfContact(ctx: Ctx, contactId: string): Promise<{ items: ContactGroupView[]; hasMore: boolean }> {
+  requireScope(ctx.actor, 'groups:read');
+  const rows = await ctx.db
+    .selectFrom('group_members')
+    .innerJoin('groups', 'groups.id', 'group_members.group_id')
+    .select(['groups.id', 'groups.name', 'group_members.added_at'])
+    .where('group_members.org_id', '=', ctx.orgId)
+    .where('groups.org_id', '=', ctx.orgId)
+    .where('group_members.contact_id', '=', contactId)
+    .orderBy('group_members.added_at')
+    .orderBy('groups.id')
+    .limit(CONTACT_GROUPS_SHOWN + 1)
+    .execute();
+  return toPage(rows, CONTACT_GROUPS_SHOWN);
+}
