@@ -122,7 +122,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
         ${
           labels.length
             ? html`<div class="field">
-                <label for="bulk-label">Label</label
+                <label for="bulk-label">Label to add</label
                 ><select id="bulk-label" name="bulk_label_id">
                   ${labels.map((l) => html`<option value="${l.id}">${l.name}</option>`)}
                 </select>
@@ -132,7 +132,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
         ${
           groups.length
             ? html`<div class="field">
-                <label for="bulk-group">Group</label
+                <label for="bulk-group">Group to add to</label
                 ><select id="bulk-group" name="group_id">
                   ${groups.map((g) => html`<option value="${g.id}">${g.name}</option>`)}
                 </select>
