@@ -1,21 +1,23 @@
 /**
  * The cost of the dashboard contacts list's power tools (issue 20, item 5) on one large
  * organisation: the bounded count of each filter, a previous page deep in the list, and bulk
- * actions on 10,000 contacts (the bound). SQLite, seeded straight into the database as
- * `bench:scale` does.
+ * actions on 10,000 contacts (the bound). Seeded straight into the database as `bench:scale` does;
+ * SQLite, or PostgreSQL with BENCH_DATABASE_URL.
  *
  *   BENCH_SCALE_CONTACTS=1000000 npx tsx bench/contactPowerTools.ts
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/contactPowerTools.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import { bulkAddLabel, bulkAddToGroup, bulkDelete } from '../src/domain/contacts/bulk.js';
 import { countContacts, type ListedFilters } from '../src/domain/contacts/count.js';
 import { listContacts, reversedSort } from '../src/domain/contacts/list.js';
 import type { Ctx } from '../src/domain/context.js';
 import { createOrg } from '../src/domain/orgs/orgs.js';
-import { seed, sqliteWriter } from './scale/seed.js';
+import { postgresWriter, seed, sqliteWriter } from './scale/seed.js';
 
 const CONTACTS = Number(process.env.BENCH_SCALE_CONTACTS ?? 1_000_000);
 
@@ -31,10 +33,20 @@ async function timed<T>(work: () => Promise<T>, runs = 5): Promise<{ ms: number;
   return { ms: Math.round(times[Math.floor(times.length / 2)]! * 100) / 100, result };
 }
 
+/** PostgreSQL (a schema of its own, dropped after) when set, else SQLite in a temporary directory. */
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? null;
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'orgdata-power-'));
+  const schema = `bench_power_${Date.now()}`;
+  const admin = DATABASE_URL ? new pg.Client({ connectionString: DATABASE_URL }) : null;
   try {
-    const db = openDatabase({ databaseUrl: null, dataDir });
+    if (admin) {
+      await admin.connect();
+      await admin.query(`create schema ${schema}`);
+    }
+    const open = () => openDatabase({ databaseUrl: DATABASE_URL, dataDir, ...(DATABASE_URL ? { pgSchema: schema } : {}) });
+    const db = open();
     await migrateToLatest(db);
     const { org, user } = await createOrg(db.kysely, {
       name: 'Big',
@@ -42,12 +54,15 @@ async function main(): Promise<void> {
       adminPassword: 'correct horse battery',
     });
     await db.close();
-    let started = performance.now();
-    const writer = sqliteWriter(path.join(dataDir, 'orgdata.sqlite'));
+    const started = performance.now();
+    const writer = DATABASE_URL
+      ? postgresWriter(`${DATABASE_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`)
+      : sqliteWriter(path.join(dataDir, 'orgdata.sqlite'));
     const seeded = await seed(writer, org.id, CONTACTS, Math.floor(CONTACTS * 0.9));
+    if (DATABASE_URL) await writer.exec('vacuum analyze');
     await writer.close();
     console.log(`${CONTACTS} contacts seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-    const reopened = openDatabase({ databaseUrl: null, dataDir });
+    const reopened = open();
     const ctx = (): Ctx => ({
       db: reopened.kysely,
       orgId: org.id,
@@ -96,6 +111,10 @@ async function main(): Promise<void> {
     await reopened.close();
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
+    if (admin) {
+      await admin.query(`drop schema ${schema} cascade`);
+      await admin.end();
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type SqlBool } from 'kysely';
 import { insertRows } from '../../db/insertRows.js';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
@@ -40,6 +40,13 @@ export interface BulkResult {
   changed: number;
 }
 
+/**
+ * `contacts.org_id = orgId` that no index answers: with `id in (…)` beside it, SQLite's planner
+ * otherwise walks the organisation's (org_id, …) index, every contact of it, for each statement
+ * (measured at 1,000,000 contacts: 10 s to label 10,000 of them, against the primary key's lookups).
+ */
+const ofOrg = (orgId: string) => sql<SqlBool>`contacts.org_id || '' = ${orgId}`;
+
 function tooMany(): ValidationError {
   return ValidationError.field(
     'contacts',
@@ -62,7 +69,7 @@ async function targetIds(ctx: Ctx, target: BulkTarget): Promise<string[]> {
       const rows = await ctx.db
         .selectFrom('contacts')
         .select('id')
-        .where('org_id', '=', ctx.orgId)
+        .where(ofOrg(ctx.orgId))
         .where('id', 'in', unique.slice(i, i + CHUNK))
         .execute();
       for (const row of rows) known.add(row.id);
@@ -91,14 +98,9 @@ async function targetIds(ctx: Ctx, target: BulkTarget): Promise<string[]> {
 /** Locks the contacts (PostgreSQL `FOR UPDATE`, in id order) and reads them as they are now. */
 async function lockedViews(trx: Kysely<Database>, orgId: string, ids: string[]): Promise<ContactView[]> {
   if (trx.getExecutor().adapter instanceof PostgresAdapter) {
-    await sql`select id from contacts where org_id = ${orgId} and id in (${sql.join(ids)}) order by id for update`.execute(trx);
+    await sql`select id from contacts where ${ofOrg(orgId)} and id in (${sql.join(ids)}) order by id for update`.execute(trx);
   }
-  const rows = await trx
-    .selectFrom('contacts')
-    .select(CONTACT_COLUMNS)
-    .where('contacts.org_id', '=', orgId)
-    .where('contacts.id', 'in', ids)
-    .execute();
+  const rows = await trx.selectFrom('contacts').select(CONTACT_COLUMNS).where(ofOrg(orgId)).where('contacts.id', 'in', ids).execute();
   return toContactViews(trx, orgId, rows);
 }
 
@@ -132,7 +134,7 @@ export async function bulkAddLabel(ctx: Ctx, target: BulkTarget, labelId: string
         })),
       );
       const changed = adding.map((contact) => contact.id);
-      await trx.updateTable('contacts').set({ updated_at: at }).where('org_id', '=', ctx.orgId).where('id', 'in', changed).execute();
+      await trx.updateTable('contacts').set({ updated_at: at }).where(ofOrg(ctx.orgId)).where('id', 'in', changed).execute();
       const after = new Map((await lockedViews(trx, ctx.orgId, changed)).map((contact) => [contact.id, contact]));
       for (const contact of adding) {
         const now = after.get(contact.id)!;
@@ -182,7 +184,7 @@ export async function bulkDelete(ctx: Ctx, target: BulkTarget): Promise<BulkResu
     const deleted: ContactView[] = [];
     for (const part of chunks(ids)) {
       deleted.push(...(await lockedViews(trx, ctx.orgId, part)));
-      await trx.deleteFrom('contacts').where('org_id', '=', ctx.orgId).where('id', 'in', part).execute();
+      await trx.deleteFrom('contacts').where(ofOrg(ctx.orgId)).where('id', 'in', part).execute();
     }
     await recordEvents(
       trx,

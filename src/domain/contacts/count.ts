@@ -62,13 +62,13 @@ async function countMatches(ctx: Ctx, filters: ListedFilters, labelByWords = fal
       ? sql``
       : sql`and exists (select 1 from contact_labels cl where cl.contact_id = c.id and cl.label_id = ${filters.labelId})`;
   let matches: RawBuilder<unknown>;
-  if (filters.labelId !== undefined && !labelByWords) {
-    const text =
-      words.length === 0
-        ? sql``
-        : postgres
-          ? sql`and c.search_terms @> cast(${termsQuery(ctx, words)} as text[]) ${like(words.filter(isLong))}`
-          : like(words);
+  if (filters.labelId !== undefined && words.length === 0) {
+    // The links alone (they are the organisation's contacts'): an index-only range.
+    matches = sql`select 1 from contact_labels cl where cl.label_id = ${filters.labelId} and cl.org_id = ${ctx.orgId} limit ${limit}`;
+  } else if (filters.labelId !== undefined && !labelByWords) {
+    const text = postgres
+      ? sql`and c.search_terms @> cast(${termsQuery(ctx, words)} as text[]) ${like(words.filter(isLong))}`
+      : like(words);
     matches = sql`select 1 from contact_labels cl inner join contacts c on c.id = cl.contact_id
       where cl.label_id = ${filters.labelId} and cl.org_id = ${ctx.orgId} and c.org_id = ${ctx.orgId} ${text} limit ${limit}`;
   } else if (words.length > 0) {
