@@ -3,7 +3,7 @@ import type { Ctx } from '../../domain/context.js';
 import { countContacts, type ContactCount } from '../../domain/contacts/count.js';
 import { listContacts, reversedSort, type ContactFilters, type ContactSort } from '../../domain/contacts/list.js';
 import type { ContactView } from '../../domain/contacts/view.js';
-import { listGroups, type GroupView } from '../../domain/groups/groups.js';
+import { groupNames } from '../../domain/groups/groups.js';
 import { decodeCursor, encodeCursor, type Position } from '../../domain/pagination.js';
 import { ctxOf, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
@@ -18,20 +18,6 @@ export const PAGE_SIZES = [25, 50, 100] as const;
 export function pageSize(values: unknown): number {
   const asked = Number(text(values, 'limit'));
   return (PAGE_SIZES as readonly number[]).includes(asked) ? asked : PAGE_SIZES[0];
-}
-
-/** Groups for the bulk action's picker: the first 500 (organisations have tens). */
-async function someGroups(ctx: Ctx): Promise<GroupView[]> {
-  const out: GroupView[] = [];
-  let after: Position | null = null;
-  for (let i = 0; i < 5; i++) {
-    const result = await listGroups(ctx, { limit: 100, after });
-    out.push(...result.items);
-    const last = result.items.at(-1);
-    if (!result.hasMore || !last) break;
-    after = { createdAt: last.created_at, id: last.id };
-  }
-  return out;
 }
 
 /**
@@ -85,7 +71,8 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
       filters === null ? { items: [], previous: null, next: null } : contactsPage(ctx, filters, sort, limit, after, back),
       filters === null ? { count: 0, more: false } : countContacts(ctx, filters),
       allLabels(ctx),
-      someGroups(ctx),
+      // The bulk action's picker: the first 500 groups (organisations have tens).
+      groupNames(ctx, 500),
     ]);
     const filterFields = {
       ...(q ? { q } : {}),
