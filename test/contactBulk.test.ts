@@ -149,6 +149,11 @@ describe.each(DIALECTS)('dashboard bulk actions on contacts on %s', (dialect) =>
     expect(none.statusCode).toBe(303);
     expect(none.headers.location).toBe('/contacts?q=z');
     expect(flashOf(none)).toBe('Nothing was changed: choose at least one contact.');
+    const nobody = await admin.post('/contacts/bulk', { action: 'delete' });
+    expect(nobody.statusCode).toBe(303);
+    expect(flashOf(nobody)).toBe('Nothing was changed: choose at least one contact.');
+    const percent = await admin.post('/contacts/bulk', { action: 'add_label', bulk_label_id: label.id, q: '%', all: 'matching' });
+    expect(flashOf(percent)).toBe('Nothing was changed: no contact matches this search.');
     const odd = await admin.post('/contacts/bulk', { action: 'explode', ids: otherIds });
     expect(flashOf(odd)).toBe('Nothing was changed: choose an action.');
   });

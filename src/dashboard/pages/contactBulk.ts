@@ -7,7 +7,7 @@ import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
 import { contactsFilter } from './contactExport.js';
-import { countText, PAGE_SIZES, pageSize } from './contactList.js';
+import { countText, listQuery, pageSize } from './contactList.js';
 import { send } from './contacts.js';
 
 const contacts = (n: number) => (n === 1 ? '1 contact' : `${n.toLocaleString('en')} contacts`);
@@ -22,23 +22,17 @@ export const contactBulkPages: FastifyPluginAsync<DashboardDeps> = async (app, {
     const ctx = ctxOf(request, db);
     const body = request.body;
     const { q, labelId, sort, filters } = contactsFilter(body);
-    const limit = pageSize(body);
-    const listFields = {
-      ...(q ? { q } : {}),
-      ...(labelId ? { label_id: labelId } : {}),
-      ...(sort !== 'created_at' ? { sort } : {}),
-      ...(limit !== PAGE_SIZES[0] ? { limit: String(limit) } : {}),
-    };
+    const listFields = listQuery(q, labelId, sort, pageSize(body));
     const back = `/contacts?${new URLSearchParams(listFields).toString()}`;
     const all = text(body, 'all') === 'matching';
     const ids = list(body, 'ids');
     const action = text(body, 'action');
-    // A search of no letter or digit matches nothing: "all" of it is nobody.
-    const target: BulkTarget = all ? { filters: filters ?? { words: [] } } : { ids };
-    if (all && filters === null) {
-      flash(reply, 'No contact matches this search: nothing was changed.');
+    if (all ? filters === null : ids.length === 0) {
+      // A search of no letter or digit matches nothing: "all" of it is nobody.
+      flash(reply, `Nothing was changed: ${all ? 'no contact matches this search' : 'choose at least one contact'}.`);
       return reply.redirect(back, 303);
     }
+    const target: BulkTarget = all && filters ? { filters } : { ids };
 
     if (action === 'delete' && text(body, 'confirmed') !== 'yes') {
       requireAdmin(request);

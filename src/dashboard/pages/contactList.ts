@@ -43,6 +43,16 @@ async function contactsPage(
   return { items: result.items, previous: after ? result.first : null, next: result.hasMore ? result.last : null };
 }
 
+/** The list's query string fields, defaults left out: its links, and where a bulk action returns. */
+export function listQuery(q: string, labelId: string, sort: ContactSort, limit: number): Record<string, string> {
+  return {
+    ...(q ? { q } : {}),
+    ...(labelId ? { label_id: labelId } : {}),
+    ...(sort !== 'created_at' ? { sort } : {}),
+    ...(limit !== PAGE_SIZES[0] ? { limit: String(limit) } : {}),
+  };
+}
+
 export function countText({ count, more }: ContactCount): string {
   if (more) return `${count.toLocaleString('en')}+ contacts`;
   return count === 1 ? '1 contact' : `${count.toLocaleString('en')} contacts`;
@@ -74,12 +84,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
       // The bulk action's picker: the first 500 groups (organisations have tens).
       groupNames(ctx, 500),
     ]);
-    const filterFields = {
-      ...(q ? { q } : {}),
-      ...(labelId ? { label_id: labelId } : {}),
-      ...(sort !== 'created_at' ? { sort } : {}),
-      ...(limit !== PAGE_SIZES[0] ? { limit: String(limit) } : {}),
-    };
+    const filterFields = listQuery(q, labelId, sort, limit);
     const query = (extra: Record<string, string>) => new URLSearchParams({ ...filterFields, ...extra }).toString();
     /** A column header that sorts by `key`, ascending first, then the other way; aria-sort says which. */
     const sortable = (label: string, key: 'last_name' | 'created_at' | 'updated_at', first: 'asc' | 'desc' = 'asc') => {
