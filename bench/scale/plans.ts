@@ -133,6 +133,13 @@ export async function explainLists(dialect: 'sqlite' | 'postgres', target: strin
     ['contacts label_id=', () => listContacts(ctx, page, { labelId: used }), 'contact_labels_page'],
     ['contacts label_id= after a cursor', () => listContacts(ctx, { limit: 25, after }, { labelId: used }), 'contact_labels_page'],
     ['contacts label_id= unused label', () => listContacts(ctx, page, { labelId: unused }), 'contact_labels_page'],
+    // The dashboard's previous page: the same links walked backwards from a position.
+    [
+      'contacts label_id= backwards (previous page)',
+      () => listContacts(ctx, { limit: 25, after }, { labelId: used }, '-created_at'),
+      'contact_labels_page',
+    ],
+    ['contacts backwards (previous page)', () => listContacts(ctx, { limit: 25, after }, {}, '-created_at'), 'contacts_page'],
     [
       'contacts label_id= unused label after a cursor',
       () => listContacts(ctx, { limit: 25, after }, { labelId: unused }),

@@ -30,7 +30,7 @@ button.secondary,.button.secondary{background:#f6f8fa;color:var(--fg);border-col
 .key-box{display:flex;gap:.5rem;align-items:center;background:var(--bg);border:1px solid var(--line);padding:.6rem;border-radius:6px;max-width:48rem}
 .key-box code{flex:1;word-break:break-all}.checks{display:grid;grid-template-columns:repeat(2,max-content);gap:.3rem 1.5rem;border:0;padding:0;margin:.6rem 0}
 .checks legend{font-weight:600;font-size:.9rem;margin-bottom:.3rem}.checks label{font-weight:400}
-.pager{display:flex;gap:.5rem;margin-top:.5rem}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+.pager{display:flex;gap:.5rem;margin-top:.5rem}.bulk{border:1px solid var(--line);border-radius:6px;padding:.4rem .9rem .6rem;margin:.5rem 0}.bulk legend{font-weight:600;font-size:.9rem}.check{font-weight:400;display:block;margin-top:.5rem}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .card{border:1px solid var(--line);border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}
 .login{max-width:24rem;margin:4rem auto}.login h1{text-align:center}
 .card>h2:first-child{margin-top:0}.upload-status{margin:0;align-self:center}.upload-status:empty{display:none}
@@ -68,6 +68,12 @@ document.addEventListener('change', (event) => {
     const read = document.querySelector('input[name=scopes][value="' + box.value.replace(':write', ':read') + '"]');
     if (read) read.checked = true;
   }
+});
+document.addEventListener('change', (event) => {
+  // The contacts list's header checkbox ticks (or unticks) every row of the page.
+  const all = event.target;
+  if (!all.dataset || !all.dataset.selectAll) return;
+  for (const box of all.form.querySelectorAll('input[type=checkbox][name="' + all.dataset.selectAll + '"]')) box.checked = all.checked;
 });
 document.addEventListener('submit', async (event) => {
   const form = event.target;

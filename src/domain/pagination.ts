@@ -33,8 +33,15 @@ export interface JsonItem {
  * already-seen row repeat or a not-yet-seen row be skipped. Row-value comparison works the same
  * on SQLite and PostgreSQL and uses the (org_id, created_at, id) indexes.
  */
-export function afterPosition(table: string, after: Position, columns: [string, string] = ['created_at', 'id']): RawBuilder<SqlBool> {
-  return sql<SqlBool>`(${sql.ref(`${table}.${columns[0]}`)}, ${sql.ref(`${table}.${columns[1]}`)}) > (${after.createdAt}, ${after.id})`;
+export function afterPosition(
+  table: string,
+  after: Position,
+  columns: [string, string] = ['created_at', 'id'],
+  /** A walk in descending order: the rows before the position. */
+  descending = false,
+): RawBuilder<SqlBool> {
+  const [key, id] = columns.map((column) => sql.ref(`${table}.${column}`));
+  return sql<SqlBool>`(${key}, ${id}) ${sql.raw(descending ? '<' : '>')} (${after.createdAt}, ${after.id})`;
 }
 
 /** Cuts the `limit + 1` rows a query fetched into a page. */

@@ -2,15 +2,34 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { deleteContact, updateContact, type ContactInput } from '../../domain/contacts/contacts.js';
 import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContact } from '../../domain/contacts/read.js';
+import type { Ctx } from '../../domain/context.js';
+import { CONTACT_GROUPS_SHOWN, groupsOfContact } from '../../domain/groups/members.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
-import { html, type FieldErrors } from '../html.js';
+import { html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
 import { allLabels, contactForm, formErrors, formInput, send } from './contacts.js';
 import { timelineSection } from './timeline.js';
 
-/** One contact: edit, labels, delete. */
+/**
+ * The contact's groups, each a link to its page. (Files have no relation to contacts in the data
+ * model: there are none to show.)
+ */
+async function contactGroups(ctx: Ctx, contactId: string): Promise<Html> {
+  const groups = await groupsOfContact(ctx, contactId);
+  return html`<h2>Groups</h2>
+    ${
+      groups.items.length === 0
+        ? html`<p class="muted">In no group. Add it from a <a href="/groups">group's page</a>.</p>`
+        : html`<ul class="contact-groups">
+              ${groups.items.map((g) => html`<li><a href="/groups/${g.id}">${g.name}</a></li>`)}
+            </ul>
+            ${groups.hasMore ? html`<p class="muted">And more: the first ${CONTACT_GROUPS_SHOWN} are shown.</p>` : ''}`
+    }`;
+}
+
+/** One contact: edit, labels, groups, delete. */
 export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }) => {
   async function editPage(
     request: Parameters<typeof ctxOf>[0],
@@ -90,7 +109,7 @@ export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
                   ${labels.length ? 'Every label is attached.' : html`No labels yet: <a href="/labels">create one</a>.`}
                 </p>`
           }
-          ${timeline}
+          ${await contactGroups(ctx, contact.id)} ${timeline}
           <h2>Delete</h2>
           <p>Deleting removes the contact from every group. This cannot be undone.</p>
           <p><a class="button secondary" href="/contacts/${contact.id}/delete">Delete contact…</a></p>`,

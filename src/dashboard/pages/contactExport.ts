@@ -6,18 +6,26 @@ import { searchWords } from '../../domain/contacts/searchText.js';
 import { ctxOf, requireAdmin, text } from '../context.js';
 import type { DashboardDeps } from '../plugin.js';
 
-/** The contacts list's search, label and order, as its query string gives them (the list page and the export share it). */
-export function contactsQuery(request: FastifyRequest): {
+/**
+ * The contacts list's search, label and order, as its query string gives them (the list page,
+ * the export and the bulk actions share it: "all matching" is the list's own filter).
+ */
+export function contactsQuery(request: FastifyRequest): ReturnType<typeof contactsFilter> {
+  return contactsFilter(request.query);
+}
+
+/** contactsQuery from any fields: a query string's, or a bulk action form's. */
+export function contactsFilter(values: unknown): {
   q: string;
   labelId: string;
   sort: ContactSort;
   /** The filters, or null when the search has no letter or digit (it matches nothing). */
   filters: ContactFilters | null;
 } {
-  const q = text(request.query, 'q').slice(0, 200);
-  const labelId = text(request.query, 'label_id');
+  const q = text(values, 'q').slice(0, 200);
+  const labelId = text(values, 'label_id');
   // The API's orders (sort=): an unknown one is the default.
-  const asked = text(request.query, 'sort');
+  const asked = text(values, 'sort');
   const sort: ContactSort = (CONTACT_SORTS as readonly string[]).includes(asked) ? (asked as ContactSort) : 'created_at';
   const words = searchWords(q);
   const filters =

@@ -1,19 +1,16 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { createContact, type ContactInput } from '../../domain/contacts/contacts.js';
-import { listContacts } from '../../domain/contacts/list.js';
-import type { ContactView } from '../../domain/contacts/view.js';
 import { ConflictError, ValidationError } from '../../domain/errors.js';
 import { listLabels, type LabelView } from '../../domain/labels/labels.js';
-import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
-import { ctxOf, flash, list, takeFlash, text } from '../context.js';
+import { ctxOf, flash, list, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import type { DashboardDeps } from '../plugin.js';
 import { contactDetailPages } from './contactDetail.js';
-import { contactExportPages, contactsQuery } from './contactExport.js';
-
-const PAGE_SIZE = 25;
+import { contactBulkPages } from './contactBulk.js';
+import { contactExportPages } from './contactExport.js';
+import { contactListPages } from './contactList.js';
 
 /** Every label of the organisation, for pickers (organisations have tens, not thousands). */
 export async function allLabels(ctx: Parameters<typeof listLabels>[0]): Promise<LabelView[]> {
@@ -81,10 +78,6 @@ export function contactForm(options: {
   </form>`;
 }
 
-function labelChips(contact: ContactView): Html {
-  return html`${contact.labels.map((l) => html`<span class="chip">${l.name}</span>`)}`;
-}
-
 export function send(reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply.code(status).type('text/html; charset=utf-8').send(body);
 }
@@ -97,107 +90,9 @@ export function formErrors(error: unknown): FieldErrors | null {
 }
 
 export const contactPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { db, secret } = deps;
-  app.get('/contacts', async (request, reply) => {
-    const ctx = ctxOf(request, db);
-    // The API's search (q=) and orders (sort=), the same queries.
-    const { q, labelId, sort, filters } = contactsQuery(request);
-    const binding = JSON.stringify(['dashboard:contacts', ctx.orgId, q, labelId, sort]);
-    const cursor = text(request.query, 'cursor');
-    const after = cursor ? decodeCursor(secret, binding, cursor) : null;
-    const [result, labels] = await Promise.all([
-      // A search of no letter or digit ("%") matches nothing.
-      filters === null ? { items: [], hasMore: false, last: null } : listContacts(ctx, { limit: PAGE_SIZE, after }, filters, sort),
-      allLabels(ctx),
-    ]);
-    const last = result.items.at(-1);
-    const next = result.hasMore && last ? encodeCursor(secret, binding, result.last ?? { createdAt: last.created_at, id: last.id }) : null;
-    const query = (extra: Record<string, string>) =>
-      new URLSearchParams({
-        ...(q ? { q } : {}),
-        ...(labelId ? { label_id: labelId } : {}),
-        ...(sort !== 'created_at' ? { sort } : {}),
-        ...extra,
-      }).toString();
-    /** A column header that sorts by `key`, ascending first, then the other way; aria-sort says which. */
-    const sortable = (label: string, key: 'last_name' | 'created_at' | 'updated_at', first: 'asc' | 'desc' = 'asc') => {
-      const current = sort === key ? 'ascending' : sort === `-${key}` ? 'descending' : null;
-      const nextSort = current === 'ascending' ? `-${key}` : current === 'descending' ? key : first === 'asc' ? key : `-${key}`;
-      const link = new URLSearchParams({ ...(q ? { q } : {}), ...(labelId ? { label_id: labelId } : {}), sort: nextSort }).toString();
-      return html`<th scope="col" ${current ? html`aria-sort="${current}"` : ''}>
-        <a href="/contacts?${link}">${label}${current === 'ascending' ? ' ▲' : current === 'descending' ? ' ▼' : ''}</a>
-      </th>`;
-    };
-    return send(
-      reply,
-      200,
-      page({
-        title: 'Contacts',
-        session: request.session!,
-        section: 'contacts',
-        notice: takeFlash(request, reply),
-        body: html`<div class="toolbar">
-            <h1>Contacts</h1>
-            <span>
-              ${request.session!.role === 'admin' ? html`<a class="button secondary" href="/contacts/export.csv?${query({})}">Export CSV</a>` : ''}
-              <a class="button" href="/contacts/new">New contact</a>
-            </span>
-          </div>
-          <form method="get" action="/contacts" class="row" role="search">
-            <div class="field">
-              <label for="q">Search</label><input type="search" id="q" name="q" value="${q}" placeholder="Name, email or phone" />
-            </div>
-            ${sort !== 'created_at' ? html`<input type="hidden" name="sort" value="${sort}" />` : ''}
-            <div class="field">
-              <label for="label-filter">Label</label
-              ><select id="label-filter" name="label_id">
-                <option value="">Any label</option>
-                ${labels.map((l) => html`<option value="${l.id}" ${l.id === labelId ? html` selected` : ''}>${l.name}</option>`)}
-              </select>
-            </div>
-            <button type="submit" class="secondary">Search</button>
-          </form>
-          ${
-            result.items.length === 0
-              ? html`<p class="muted">
-                  ${q || labelId ? 'No contact matches.' : 'No contacts yet. Create one, import a CSV, or add them through the API.'}
-                </p>`
-              : html`<table>
-                  <thead>
-                    <tr>
-                      ${sortable('Name', 'last_name')}
-                      <th scope="col">Email</th>
-                      <th scope="col">Phone</th>
-                      <th scope="col">Labels</th>
-                      <th scope="col">Source</th>
-                      ${sortable('Created', 'created_at', 'desc')} ${sortable('Updated', 'updated_at', 'desc')}
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${result.items.map(
-                      (c) =>
-                        html`<tr>
-                          <td><a href="/contacts/${c.id}">${`${c.first_name} ${c.last_name}`.trim()}</a></td>
-                          <td>${c.email}</td>
-                          <td>${c.phone ?? ''}</td>
-                          <td>${labelChips(c)}</td>
-                          <td>${c.source_type}</td>
-                          <td><time datetime="${c.created_at}">${c.created_at.slice(0, 10)}</time></td>
-                          <td><time datetime="${c.updated_at}">${c.updated_at.slice(0, 10)}</time></td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>`
-          }
-          <nav class="pager" aria-label="Pages">
-            ${cursor ? html`<a class="button secondary" href="/contacts?${query({})}">First page</a>` : ''}${
-              next ? html`<a class="button secondary" href="/contacts?${query({ cursor: next })}">Next page</a>` : ''
-            }
-          </nav>`,
-      }),
-    );
-  });
-
+  const { db } = deps;
+  await app.register(contactListPages, deps);
+  await app.register(contactBulkPages, deps);
   app.get('/contacts/new', async (request, reply) => {
     const labels = await allLabels(ctxOf(request, db));
     return send(

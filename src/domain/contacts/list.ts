@@ -90,9 +90,12 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>(
       ? ([contactJson(db).as('json'), 'contacts.id', 'contacts.created_at', key.as('sort_key')] as unknown as typeof CONTACT_COLUMNS)
       : ([...CONTACT_COLUMNS, key.as('sort_key')] as unknown as typeof CONTACT_COLUMNS);
     const position = { createdAt: slot<string>(4), id: slot<string>(5) };
-    // Only the default order can be walked from a label's links or a pair's rows (they hold the
-    // contact's created_at); another order walks the contacts, each filter a condition on it.
-    const byCreation = sort === 'created_at';
+    // Only the order of creation (either way: the dashboard's previous page walks the list backwards)
+    // can be walked from a label's links or a pair's rows (they hold the contact's created_at);
+    // another order walks the contacts, each filter a condition on it.
+    const descending = sort.startsWith('-');
+    const direction = descending ? 'desc' : 'asc';
+    const byCreation = sort === 'created_at' || sort === '-created_at';
     const hasLabel = (eb: ExpressionBuilder<Database, 'contacts'>) =>
       eb.exists(
         eb
@@ -114,8 +117,11 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>(
       if (label) query = query.where(hasLabel);
       if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
       if (textMatch) query = query.where(textMatch);
-      if (after) query = query.where(afterPosition('contact_metadata', position, ['contact_created_at', 'contact_id']));
-      return query.orderBy('contact_metadata.contact_created_at').orderBy('contact_metadata.contact_id').limit(slot<number>(6));
+      if (after) query = query.where(afterPosition('contact_metadata', position, ['contact_created_at', 'contact_id'], descending));
+      return query
+        .orderBy('contact_metadata.contact_created_at', direction)
+        .orderBy('contact_metadata.contact_id', direction)
+        .limit(slot<number>(6));
     }
     if (label && !email && !external && byCreation) {
       // The label's links in list order, a range of the (label_id, org_id, contact_created_at,
@@ -130,8 +136,11 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>(
         .where('contact_labels.org_id', '=', slot<string>(0));
       if (updatedAfter) query = query.where('contacts.updated_at', '>', slot<string>(11));
       if (textMatch) query = query.where(textMatch);
-      if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id']));
-      return query.orderBy('contact_labels.contact_created_at').orderBy('contact_labels.contact_id').limit(slot<number>(6));
+      if (after) query = query.where(afterPosition('contact_labels', position, ['contact_created_at', 'contact_id'], descending));
+      return query
+        .orderBy('contact_labels.contact_created_at', direction)
+        .orderBy('contact_labels.contact_id', direction)
+        .limit(slot<number>(6));
     }
     // With few matches, SQLite's `+` keeps the page indexes out: the matches' rowids drive, and the
     // few rows are sorted. Otherwise (a common word) the walk in list order fills a page soon.
@@ -169,10 +178,8 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>(
     // walk never make a seen row repeat or an unseen one be skipped, except a row whose key itself
     // moves: by updated_at, a contact changed during the walk moves past the position and is seen
     // again later, never lost.
-    const descending = sort.startsWith('-');
     if (after)
       query = query.where(sql<SqlBool>`(${key}, contacts.id) ${sql.raw(descending ? '<' : '>')} (${position.createdAt}, ${position.id})`);
-    const direction = descending ? 'desc' : 'asc';
     // With few matches, an expression of the key (SQLite's `+`, PostgreSQL's `|| ''`) leaves the
     // planner no index walk in list order: it reads the matches from the terms' index and sorts them.
     const unwalkable = (expression: ReturnType<typeof sql<string>>) => (sqlite ? sql`+${expression}` : sql`${expression} || ''`);
@@ -186,14 +193,14 @@ const contactsPage = new PreparedQuery<ContactRow | ContactJsonRow, string>(
 
 /** Each word's first characters, as the terms hold them (migration 014): up to six characters, not UTF-16 units. */
 const TERM_LENGTH = 6;
-const termOf = (word: string): string => [...word].slice(0, TERM_LENGTH).join('');
-const isLong = (word: string): boolean => [...word].length > TERM_LENGTH;
+export const termOf = (word: string): string => [...word].slice(0, TERM_LENGTH).join('');
+export const isLong = (word: string): boolean => [...word].length > TERM_LENGTH;
 
 /**
  * The terms' query in the dialect's form: FTS5's (the organisation's term and each word's term as
  * a prefix, all required; the words are letters and digits only) or PostgreSQL's text[].
  */
-function termsQuery(ctx: Ctx, words: string[]): string | string[] {
+export function termsQuery(ctx: Ctx, words: string[]): string | string[] {
   if (ctx.db.getExecutor().adapter instanceof PostgresAdapter) return [...new Set(words.map(termOf))];
   return [`"o${Buffer.from(ctx.orgId, 'utf8').toString('hex')}"`, ...words.map((word) => `"${termOf(word)}"*`)].join(' AND ');
 }
@@ -210,7 +217,7 @@ function termsQuery(ctx: Ctx, words: string[]): string | string[] {
  * cannot be trusted with the page: a rare word with a common one ("first 12345") was estimated
  * at 4,592 matches of 1,000,000 and walked in list order, reading every contact (measured).
  */
-const FEW_MATCHES = 1000;
+export const FEW_MATCHES = 1000;
 
 async function fewMatches(ctx: Ctx, terms: string | string[]): Promise<boolean> {
   const { rows } =
@@ -270,20 +277,29 @@ async function pageRows(ctx: Ctx, page: PageRequest, filters: ContactFilters, js
   );
 }
 
-/** A page of contacts, with the position of its last one in the page's order (for the next cursor). */
+/** The same order the other way round: a walk in it from a page's first contact goes back a page. */
+export function reversedSort(sort: ContactSort): ContactSort {
+  return (sort.startsWith('-') ? sort.slice(1) : `-${sort}`) as ContactSort;
+}
+
+/**
+ * A page of contacts, with the positions of its first and last ones in the page's order (the last
+ * for the next cursor; the first for a walk back in reversedSort, the dashboard's previous page).
+ */
 export async function listContacts(
   ctx: Ctx,
   page: PageRequest,
   filters: ContactFilters = {},
   sort: ContactSort = 'created_at',
-): Promise<Page<ContactView> & { last: Position | null }> {
+): Promise<Page<ContactView> & { first: Position | null; last: Position | null }> {
   const rows = (await pageRows(ctx, page, filters, false, sort)) as (ContactRow & { sort_key: string })[];
   const { items, hasMore } = toPage(rows, page.limit);
-  const last = items.at(-1);
+  const position = (row: (typeof items)[number] | undefined) => (row ? { createdAt: row.sort_key, id: row.id } : null);
   return {
     items: await toContactViews(ctx.db, ctx.orgId, items),
     hasMore,
-    last: last ? { createdAt: last.sort_key, id: last.id } : null,
+    first: position(items[0]),
+    last: position(items.at(-1)),
   };
 }
 

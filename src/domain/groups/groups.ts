@@ -172,3 +172,19 @@ export async function deleteGroup(ctx: Ctx, id: string): Promise<{ object: 'grou
     return { object: 'group' as const, id, deleted: true as const };
   });
 }
+
+/**
+ * The first `limit` groups' ids and names, oldest first, for pickers (the contacts list's bulk
+ * action): no member counts, which listGroups computes for each group.
+ */
+export async function groupNames(ctx: Ctx, limit: number): Promise<{ id: string; name: string }[]> {
+  requireScope(ctx.actor, 'groups:read');
+  return ctx.db
+    .selectFrom('groups')
+    .select(['id', 'name'])
+    .where('org_id', '=', ctx.orgId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}

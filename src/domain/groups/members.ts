@@ -1,3 +1,5 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { recordEvent, recordEvents } from '../events/record.js';
 import { isForeignKeyViolation } from '../../db/database.js';
@@ -71,24 +73,39 @@ async function insertMembers(ctx: Ctx, groupId: string, unique: string[], at: st
     if (missing.length > 0) {
       throw new NotFoundError(`No contact ${missing.join(', ')}; nobody was added.`, { missing_ids: missing });
     }
-    // Rows in one order (by id) whatever the request's order: two concurrent adds of overlapping
-    // sets then lock their rows in the same order and cannot deadlock on PostgreSQL.
-    const ordered = [...unique].sort();
-    const added = await trx
-      .insertInto('group_members')
-      .values(ordered.map((contact_id) => ({ org_id: ctx.orgId, group_id: groupId, contact_id, added_at: at })))
-      .onConflict((oc) => oc.columns(['group_id', 'contact_id']).doNothing())
-      .returning(['group_id', 'contact_id', 'added_at'])
-      .execute();
+    const added = await addMemberRows(trx, ctx.orgId, groupId, unique, at);
     if (added.length === 0) return; // everyone was a member already: nothing changed
     await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();
     await recordEvents(
       trx,
       ctx,
       'group.member_added',
-      added.map((row) => ({ object: toMemberView(row) })),
+      added.map((member) => ({ object: member })),
     );
   });
+}
+
+/**
+ * Inserts the member rows of contacts (this organisation's, checked by the caller) that are not
+ * members yet, in `trx`; returns those added. The caller touches the group and records the events.
+ */
+export async function addMemberRows(
+  trx: Kysely<Database>,
+  orgId: string,
+  groupId: string,
+  contactIds: string[],
+  at: string,
+): Promise<GroupMemberView[]> {
+  // Rows in one order (by id) whatever the request's order: two concurrent adds of overlapping
+  // sets then lock their rows in the same order and cannot deadlock on PostgreSQL.
+  const ordered = [...contactIds].sort();
+  const added = await trx
+    .insertInto('group_members')
+    .values(ordered.map((contact_id) => ({ org_id: orgId, group_id: groupId, contact_id, added_at: at })))
+    .onConflict((oc) => oc.columns(['group_id', 'contact_id']).doNothing())
+    .returning(['group_id', 'contact_id', 'added_at'])
+    .execute();
+  return added.map(toMemberView);
 }
 
 export async function removeMember(
@@ -115,4 +132,33 @@ export async function removeMember(
     await recordEvent(trx, ctx, 'group.member_removed', toMemberView(removed));
     return { object: 'group_member' as const, id: contactId, deleted: true as const };
   });
+}
+
+/** A group a contact is in, as its page lists them. */
+export interface ContactGroupView {
+  id: string;
+  name: string;
+  added_at: string;
+}
+
+export const CONTACT_GROUPS_SHOWN = 100;
+
+/**
+ * The groups a contact is in, in the order it joined them: up to CONTACT_GROUPS_SHOWN, and whether
+ * there are more. A range of the (contact_id) index of members, each joined to its group.
+ */
+export async function groupsOfContact(ctx: Ctx, contactId: string): Promise<{ items: ContactGroupView[]; hasMore: boolean }> {
+  requireScope(ctx.actor, 'groups:read');
+  const rows = await ctx.db
+    .selectFrom('group_members')
+    .innerJoin('groups', 'groups.id', 'group_members.group_id')
+    .select(['groups.id', 'groups.name', 'group_members.added_at'])
+    .where('group_members.org_id', '=', ctx.orgId)
+    .where('groups.org_id', '=', ctx.orgId)
+    .where('group_members.contact_id', '=', contactId)
+    .orderBy('group_members.added_at')
+    .orderBy('groups.id')
+    .limit(CONTACT_GROUPS_SHOWN + 1)
+    .execute();
+  return toPage(rows, CONTACT_GROUPS_SHOWN);
 }

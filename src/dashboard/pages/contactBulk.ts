@@ -1,0 +1,102 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { bulkAddLabel, bulkAddToGroup, bulkDelete, BULK_LIMIT, type BulkResult, type BulkTarget } from '../../domain/contacts/bulk.js';
+import { countContacts } from '../../domain/contacts/count.js';
+import { ValidationError } from '../../domain/errors.js';
+import { ctxOf, flash, list, requireAdmin, text } from '../context.js';
+import { html, type Html } from '../html.js';
+import { csrf, page } from '../layout.js';
+import type { DashboardDeps } from '../plugin.js';
+import { contactsFilter } from './contactExport.js';
+import { countText, listQuery, pageSize } from './contactList.js';
+import { send } from './contacts.js';
+
+const contacts = (n: number) => (n === 1 ? '1 contact' : `${n.toLocaleString('en')} contacts`);
+
+/**
+ * The contacts list's bulk actions (its form posts here, with the CSRF token every form carries):
+ * the ticked rows (`ids`), or with `all=matching` every contact of the list's filter as the form
+ * sends it back (search and label), never a list of ids. Deleting asks first, with the number.
+ */
+export const contactBulkPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }) => {
+  app.post('/contacts/bulk', async (request, reply) => {
+    const ctx = ctxOf(request, db);
+    const body = request.body;
+    const { q, labelId, sort, filters } = contactsFilter(body);
+    const listFields = listQuery(q, labelId, sort, pageSize(body));
+    const back = `/contacts?${new URLSearchParams(listFields).toString()}`;
+    const all = text(body, 'all') === 'matching';
+    const ids = list(body, 'ids');
+    const action = text(body, 'action');
+    if (all ? filters === null : ids.length === 0) {
+      // A search of no letter or digit matches nothing: "all" of it is nobody.
+      flash(reply, `Nothing was changed: ${all ? 'no contact matches this search' : 'choose at least one contact'}.`);
+      return reply.redirect(back, 303);
+    }
+    const target: BulkTarget = all && filters ? { filters } : { ids };
+
+    if (action === 'delete' && text(body, 'confirmed') !== 'yes') {
+      requireAdmin(request);
+      const count = all && filters ? await countContacts(ctx, filters) : { count: new Set(ids).size, more: false };
+      const hidden = (fields: Record<string, string>): Html[] =>
+        Object.entries(fields).map(([field, value]) => html`<input type="hidden" name="${field}" value="${value}" />`);
+      const tooMany = count.more;
+      return send(
+        reply,
+        200,
+        page({
+          title: 'Delete contacts',
+          session: request.session!,
+          section: 'contacts',
+          body: html`<p><a href="${back}">← Contacts</a></p>
+            ${
+              tooMany
+                ? html`<h1>Too many contacts</h1>
+                    <div class="alert" role="alert">
+                      This search matches ${countText(count)}; at most ${BULK_LIMIT.toLocaleString('en')} can be deleted at once. Narrow the
+                      search or the label, then delete each part.
+                    </div>`
+                : html`<h1>Delete ${contacts(count.count)}?</h1>
+                    <div class="warning">
+                      ${all ? html`Every contact ${q || labelId ? 'matching this search' : 'of this organisation'}: ` : ''}
+                      ${contacts(count.count)} will be removed from every group, with their labels. This cannot be undone.
+                    </div>
+                    <form method="post" action="/contacts/bulk" class="row">
+                      ${csrf(request.session!)}
+                      ${hidden({ ...listFields, action: 'delete', confirmed: 'yes', ...(all ? { all: 'matching' } : {}) })}
+                      ${all ? '' : [...new Set(ids)].map((id) => html`<input type="hidden" name="ids" value="${id}" />`)}
+                      <button type="submit" class="danger">Delete ${contacts(count.count)}</button>
+                      <a class="button secondary" href="${back}">Cancel</a>
+                    </form>`
+            }`,
+        }),
+      );
+    }
+
+    let result: BulkResult;
+    let done: (r: BulkResult) => string;
+    try {
+      if (action === 'add_label') {
+        const label = text(body, 'bulk_label_id');
+        result = await bulkAddLabel(ctx, target, label);
+        done = (r) =>
+          `Label added to ${contacts(r.changed)}${r.matched > r.changed ? ` (${contacts(r.matched - r.changed)} had it already)` : ''}.`;
+      } else if (action === 'add_to_group') {
+        result = await bulkAddToGroup(ctx, target, text(body, 'group_id'));
+        done = (r) =>
+          `Added ${contacts(r.changed)} to the group${r.matched > r.changed ? ` (${contacts(r.matched - r.changed)} were members already)` : ''}.`;
+      } else if (action === 'delete') {
+        result = await bulkDelete(ctx, target);
+        done = (r) => `Deleted ${contacts(r.changed)}.`;
+      } else {
+        throw ValidationError.field('action', 'choose an action');
+      }
+    } catch (error) {
+      // Nothing chosen, or too many: say so on the list (nothing was changed).
+      if (!(error instanceof ValidationError)) throw error;
+      flash(reply, `Nothing was changed: ${error.errors.map((e) => e.message).join('; ')}.`);
+      return reply.redirect(back, 303);
+    }
+    flash(reply, done(result));
+    return reply.redirect(back, 303);
+  });
+};
