@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { recordEvent, recordEvents } from '../events/record.js';
@@ -67,7 +67,14 @@ export async function addMembers(ctx: Ctx, groupId: string, contactIds: string[]
 async function insertMembers(ctx: Ctx, groupId: string, unique: string[], at: string): Promise<void> {
   await inTransaction(ctx.db, async (trx) => {
     await requireGroup(trx, ctx.orgId, groupId);
-    const found = await trx.selectFrom('contacts').select('id').where('org_id', '=', ctx.orgId).where('id', 'in', unique).execute();
+    // By primary key: `org_id || ''` keeps SQLite's planner off the organisation's (org_id, …)
+    // indexes, which it otherwise walked whole for a hundred ids (see contacts/bulk.ts ofOrg).
+    const found = await trx
+      .selectFrom('contacts')
+      .select('id')
+      .where(sql<SqlBool>`contacts.org_id || '' = ${ctx.orgId}`)
+      .where('id', 'in', unique)
+      .execute();
     const known = new Set(found.map((r) => r.id));
     const missing = unique.filter((id) => !known.has(id));
     if (missing.length > 0) {
