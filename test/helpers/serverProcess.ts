@@ -125,9 +125,21 @@ export interface ServerProcess {
  * sources through tsx; the benchmarks pass `built` to measure what `npm start` runs (no loader
  * thread, no transpiled sources in memory), after `npm run build`.
  */
-export async function startServerProcess(env: ServerEnv, options: { built?: boolean } = {}): Promise<ServerProcess> {
-  const args = options.built ? [...START_FLAGS, BUILT_CLI, 'serve'] : ['--import', 'tsx', CLI, 'serve'];
-  const child = spawn(process.execPath, args, { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startServerProcess(
+  env: ServerEnv,
+  options: {
+    built?: boolean;
+    /** A command the server runs under (bench/instructions.ts: valgrind and its options). */
+    wrapper?: string[];
+    /** Node (V8) flags added to `npm start`'s (built only). */
+    nodeFlags?: string[];
+    /** How long to wait for /healthz (default 30 s). */
+    startSeconds?: number;
+  } = {},
+): Promise<ServerProcess> {
+  const args = options.built ? [...START_FLAGS, ...(options.nodeFlags ?? []), BUILT_CLI, 'serve'] : ['--import', 'tsx', CLI, 'serve'];
+  const [command, ...wrapperArgs] = [...(options.wrapper ?? []), process.execPath];
+  const child = spawn(command!, [...wrapperArgs, ...args], { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -136,7 +148,8 @@ export async function startServerProcess(env: ServerEnv, options: { built?: bool
   );
   let done = false;
   void exited.then(() => (done = true));
-  for (let attempt = 0; attempt < 300; attempt++) {
+  const startSeconds = options.startSeconds ?? 30;
+  for (let attempt = 0; attempt < startSeconds * 10; attempt++) {
     if (done) throw new Error(`the server exited during start:\n${output}`);
     try {
       const res = await fetch(`${env.url}/healthz`);
@@ -147,5 +160,5 @@ export async function startServerProcess(env: ServerEnv, options: { built?: bool
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   child.kill('SIGKILL');
-  throw new Error(`the server did not start within 30 s:\n${output}`);
+  throw new Error(`the server did not start within ${startSeconds} s:\n${output}`);
 }
