@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
-import { isConnectionLost, isStatementTimeout, migrateToLatest, openDatabase } from './db/database.js';
+import { migrateToLatest, openDatabase } from './db/database.js';
+import { isConnectionLost, isStatementTimeout } from './db/errors.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
 import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';

@@ -15,7 +15,7 @@ import {
   ValidationError,
   type FieldError,
 } from '../domain/errors.js';
-import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/database.js';
+import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/errors.js';
 import { MAX_FIELD_ERRORS, problemBody, quoted, sendProblem, type ProblemBody } from './problem.js';
 
 /** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */

@@ -5,7 +5,7 @@ import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ServiceError, UnprocessableError, ValidationError } from '../errors.js';
 import { requireScope } from '../scopes.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../../db/database.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import {
   conflictAfter,
   conflictOf,

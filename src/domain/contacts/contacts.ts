@@ -3,7 +3,7 @@ import { insertRows } from '../../db/insertRows.js';
 import { inTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent, recordEvents } from '../events/record.js';
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';

@@ -2,7 +2,7 @@ import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { recordEvent, recordEvents } from '../events/record.js';
-import { isForeignKeyViolation } from '../../db/database.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
 import type { Ctx } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { nowIso } from '../ids.js';

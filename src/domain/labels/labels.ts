@@ -2,7 +2,7 @@ import { inTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent } from '../events/record.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, LabelsTable } from '../../db/schema.js';
-import { isUniqueViolation } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
