@@ -81,15 +81,23 @@ async function insertMembers(ctx: Ctx, groupId: string, unique: string[], at: st
       throw new NotFoundError(`No contact ${missing.join(', ')}; nobody was added.`, { missing_ids: missing });
     }
     const added = await addMemberRows(trx, ctx.orgId, groupId, unique, at);
-    if (added.length === 0) return; // everyone was a member already: nothing changed
-    await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();
-    await recordEvents(
-      trx,
-      ctx,
-      'group.member_added',
-      added.map((member) => ({ object: member })),
-    );
+    await membersAdded(trx, ctx, groupId, added, at);
   });
+}
+
+/**
+ * After addMemberRows: the group is touched and `group.member_added` recorded for each member
+ * added; nothing changes when everyone was a member already.
+ */
+export async function membersAdded(trx: Kysely<Database>, ctx: Ctx, groupId: string, added: GroupMemberView[], at: string): Promise<void> {
+  if (added.length === 0) return;
+  await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();
+  await recordEvents(
+    trx,
+    ctx,
+    'group.member_added',
+    added.map((member) => ({ object: member })),
+  );
 }
 
 /**
