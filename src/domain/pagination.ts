@@ -50,17 +50,19 @@ export function toPage<T>(rows: T[], limit: number): Page<T> {
 }
 
 /**
- * The page of `query`'s rows after `page.after`, in (created_at, id) order (the columns of `table`,
- * which the query selects from): the keyset walk of a list, `limit + 1` rows read.
+ * The page of `query`'s rows after `page.after`, in the order of `columns` (a position's key and
+ * id, columns of `table`, which the query selects from): the keyset walk of a list, `limit + 1`
+ * rows read.
  */
 export async function keysetPage<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   table: string,
   page: PageRequest,
+  columns: [string, string] = ['created_at', 'id'],
 ): Promise<Page<O>> {
-  const rows = await (page.after ? query.where(afterPosition(table, page.after)) : query)
-    .orderBy(sql.ref('created_at'))
-    .orderBy(sql.ref('id'))
+  const rows = await (page.after ? query.where(afterPosition(table, page.after, columns)) : query)
+    .orderBy(sql.ref(`${table}.${columns[0]}`))
+    .orderBy(sql.ref(`${table}.${columns[1]}`))
     .limit(page.limit + 1)
     .execute();
   return toPage(rows, page.limit);
