@@ -19,7 +19,7 @@ import { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
 import { createApiKey } from '../src/domain/apiKeys/apiKeys.js';
 import { createOrg } from '../src/domain/orgs/orgs.js';
 import { startServer } from '../src/server.js';

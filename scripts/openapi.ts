@@ -2,7 +2,7 @@
  * Prints the OpenAPI document exactly as the app serves it at GET /api/v1/openapi.json, so the
  * committed openapi.json can be regenerated (`npm run openapi`) and checked for drift in tests.
  */
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
 import { openDatabase } from '../src/db/database.js';
 import { buildApp } from '../src/http/app.js';
 import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
-import { isConnectionLost, isStatementTimeout, migrateToLatest, openDatabase } from './db/database.js';
+import { ConfigError } from './config.js';
+import { loadConfig } from './config/load.js';
+import { migrateToLatest, openDatabase } from './db/database.js';
+import { isConnectionLost, isStatementTimeout } from './db/errors.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
 import { ServiceError, ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';

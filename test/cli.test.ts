@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
 import { openDatabase, type Db } from '../src/db/database.js';
 import { buildApp } from '../src/http/app.js';
 import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
 import { makeHarness, type Harness } from './helpers/harness.js';
 
 /**
@@ -73,7 +74,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL pool size and statem
 
   it('runs the hot queries as named prepared statements, planned once per connection', async () => {
     // After the lists above, the pool's two connections (one query held on each by pg_sleep) hold
-    // the contacts page as a prepared statement named by database.ts prepareOnPostgres.
+    // the contacts page as a prepared statement named by db/postgres.ts prepareOnPostgres.
     const held = await Promise.all(
       [0, 1].map(() =>
         sql<{

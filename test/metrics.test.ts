@@ -1,6 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
 import { DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
 import { scrape, TOKEN, valueOf } from './helpers/metrics.js';
 import { parsePrometheusText } from './helpers/prometheusText.js';

@@ -5,7 +5,8 @@ import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../src/http/errorCodes.js';
-import { API_PREFIX, servedRoutes } from '../src/http/openapi.js';
+import { servedRoutes } from '../src/http/openapi.js';
+import { API_PREFIX } from '../src/http/openapi/routes.js';
 import { makeHarness, type Harness } from './helpers/harness.js';
 
 type Json = Record<string, unknown>;

@@ -1,12 +1,10 @@
-import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import SQLite from 'better-sqlite3';
 import type { Config } from '../config.js';
 import { version } from '../version.js';
+import { hashFile, saveHashed } from './exchange/format.js';
 import { OperatorError } from './operatorError.js';
 
 /**
@@ -44,32 +42,6 @@ export interface BackupManifest {
   };
   /** Whether DATA_DIR/secret.key is in the backup (SECRET_KEY unset); else restore needs SECRET_KEY as it was. */
   secret_key: 'included' | 'not_included';
-}
-
-/** Copies a file (or stream) to `target`, returning its length and sha256. */
-async function copyHashed(source: string, target: string): Promise<{ bytes: number; sha256: string }> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      done(null, chunk);
-    },
-  });
-  await mkdir(path.dirname(target), { recursive: true });
-  await pipeline(createReadStream(source), meter, createWriteStream(target, { flags: 'wx', mode: 0o600 }));
-  return { bytes, sha256: hash.digest('hex') };
-}
-
-async function hashFile(file: string): Promise<{ bytes: number; sha256: string }> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  for await (const chunk of createReadStream(file)) {
-    hash.update(chunk as Buffer);
-    bytes += (chunk as Buffer).length;
-  }
-  return { bytes, sha256: hash.digest('hex') };
 }
 
 async function isEmptyDir(dir: string): Promise<boolean> {
@@ -142,7 +114,7 @@ export async function backup(config: Config, dir: string): Promise<BackupManifes
           dropped.push(row.id);
           continue;
         }
-        const copied = await copyHashed(from, path.join(dir, 'files', 'blobs', row.storage_key));
+        const copied = await saveHashed(createReadStream(from), path.join(dir, 'files', 'blobs', row.storage_key));
         if (row.sha256 && copied.sha256 !== row.sha256) {
           throw new OperatorError('backup_failed', `file ${row.id}: its bytes do not match the sha256 recorded at upload (${from})`);
         }

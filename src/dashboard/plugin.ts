@@ -6,7 +6,7 @@ import type { Database } from '../db/schema.js';
 import type { FileDeps } from '../domain/files/files.js';
 import { ServiceError, ValidationError } from '../domain/errors.js';
 import { statusOf } from '../http/errorHandler.js';
-import { isConnectionLost, isStatementTimeout } from '../db/database.js';
+import { isConnectionLost, isStatementTimeout } from '../db/errors.js';
 import { setPageHeaders } from '../http/pageHeaders.js';
 import { CSS, JS } from './assets.js';
 import { checkCsrf, requireSession, text } from './context.js';

@@ -2,19 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { ConfigError } from '../config.js';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import {
-  CompiledQuery,
-  Kysely,
-  Migrator,
-  PostgresDialect,
-  SqliteDialect,
-  type Driver,
-  type Migration,
-  type MigrationProvider,
-  type PostgresPool,
-  type PostgresPoolClient,
-} from 'kysely';
-import pg from 'pg';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, type Driver, type Migration, type MigrationProvider } from 'kysely';
 import * as core from './migrations/001_core.js';
 import * as groupsFiles from './migrations/002_groups_files.js';
 import * as sessions from './migrations/003_sessions.js';
@@ -33,6 +21,8 @@ import * as contactEmailDomains from './migrations/015_contact_email_domains.js'
 import * as eventActors from './migrations/016_event_actors.js';
 import * as requestLog from './migrations/017_request_log.js';
 import * as eventSystemActor from './migrations/018_event_system_actor.js';
+import { isConnectionLost, isStatementTimeout } from './errors.js';
+import { openPostgres, type PoolStats } from './postgres.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -48,17 +38,6 @@ export interface Db {
    */
   poolStats(): PoolStats | null;
   close(): Promise<void>;
-}
-
-/** PostgreSQL's connection pool at one instant (node-postgres' counts, without its types). */
-export interface PoolStats {
-  /** Connections the pool may open (DATABASE_POOL_SIZE). */
-  max: number;
-  /** Connections open, checked out by a request or a worker, or idle in the pool. */
-  inUse: number;
-  idle: number;
-  /** Requests waiting for a connection because all `max` are in use. */
-  waiting: number;
 }
 
 export interface DatabaseOptions {
@@ -85,28 +64,7 @@ export interface DatabaseOptions {
 
 export function openDatabase(options: DatabaseOptions): Db {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({
-      connectionString: options.databaseUrl,
-      max: options.poolSize ?? 10,
-      // Deadlines, so that an unreachable or stalled server answers 503 instead of hanging a
-      // request: getting a connection (a free one from the pool, or a new one) within 5 s; and,
-      // where statements have a server-side timeout, an answer within it plus 2 s (the server
-      // cancels first; this catches a server that cannot even say so). Keepalive notices idle
-      // connections whose peer vanished. A URL's own `application_name` wins over ours.
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 10_000,
-      application_name: 'orgdata',
-      ...(options.statementTimeoutMs
-        ? { statement_timeout: options.statementTimeoutMs, query_timeout: options.statementTimeoutMs + 2000 }
-        : {}),
-      ...(options.pgSchema ? { options: `-c search_path=${options.pgSchema}` } : {}),
-    });
-    // An idle client losing its connection must not crash the process; the pool replaces it.
-    pool.on('error', () => {});
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }) });
-    const max = options.poolSize ?? 10;
-    const poolStats = () => ({ max, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
+    const { kysely, poolStats } = openPostgres({ ...options, databaseUrl: options.databaseUrl });
     return { kysely, dialect: 'postgres', pgSchema: options.pgSchema, poolStats, close: () => kysely.destroy() };
   }
   let file = ':memory:';
@@ -149,65 +107,6 @@ class ImmediateSqliteDialect extends SqliteDialect {
     };
     return driver;
   }
-}
-
-const statementNames = new Map<string, string>();
-
-/**
- * Marks a fixed SQL text (a PreparedQuery's: values are always bound) to run on PostgreSQL as a
- * named prepared statement: parsed and planned once per connection rather than on every request
- * (node-postgres sends unnamed statements otherwise). The JSON page of contacts took PostgreSQL
- * 0.32 ms to plan and 0.29 ms to run (EXPLAIN ANALYZE). Behind PgBouncer in transaction mode this
- * needs its prepared-statement support (`max_prepared_statements`, PgBouncer 1.21+).
- */
-export function prepareOnPostgres(text: string): void {
-  if (!statementNames.has(text)) statementNames.set(text, `orgdata_${statementNames.size}`);
-}
-
-const CONNECT_TIMEOUT_MS = 5000;
-
-/**
- * The pool Kysely gets: its clients send the texts marked by prepareOnPostgres by name, and a
- * client whose connection was lost (terminated, reset, or a query past its deadline, after which
- * the connection's state is unknown) refuses further queries at once and leaves the pool when
- * released: Kysely releases without an error, which would put it back for the next request.
- */
-function withNamedStatements(pool: pg.Pool): PostgresPool {
-  const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
-  return {
-    async connect() {
-      const client = await pool.connect();
-      let wrapper = wrapped.get(client);
-      if (!wrapper) {
-        let lost: unknown;
-        // The pool listens for errors only on idle clients: a connection lost while checked out
-        // (between a transaction's queries) emits an 'error' nobody hears, which ends the process.
-        client.on('error', (error) => (lost ??= error));
-        const send = (text: unknown, values?: unknown[]) => {
-          const name = typeof text === 'string' ? statementNames.get(text) : undefined;
-          if (name !== undefined) return client.query({ name, text: text as string, values });
-          return client.query(text as string, values);
-        };
-        const query = async (text: unknown, values?: unknown[]) => {
-          if (lost !== undefined) throw lost;
-          try {
-            return await send(text, values);
-          } catch (error) {
-            if (isConnectionLost(error)) lost = error;
-            throw error;
-          }
-        };
-        const release = (error?: Error | boolean) => {
-          if (lost !== undefined) wrapped.delete(client);
-          client.release(lost !== undefined ? (lost as Error) : error);
-        };
-        wrapper = { query, release } as unknown as PostgresPoolClient;
-        wrapped.set(client, wrapper);
-      }
-      return wrapper;
-    },
-    end: () => pool.end(),
-  };
 }
 
 /** The SQLite connection behind a database opened here, for reads that skip Kysely's executor. */
@@ -317,57 +216,4 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
 export async function migrationsApplied(db: Db): Promise<boolean> {
   const list = await migrator(db).getMigrations();
   return list.every((m) => m.executedAt !== undefined);
-}
-
-/** Unique or primary-key violation, on either database. */
-export function isUniqueViolation(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const code = (error as { code?: unknown }).code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
-
-/** Foreign-key violation (a referenced row vanished meanwhile), on either database. */
-export function isForeignKeyViolation(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const code = (error as { code?: unknown }).code;
-  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
-}
-
-/** PostgreSQL refusing a character it cannot store (NUL, invalid UTF-8). */
-export function isEncodingError(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const code = (error as { code?: unknown }).code;
-  return code === '22021' || code === '22P05';
-}
-
-/**
- * The database did not answer in time: PostgreSQL cancelled a statement that ran past
- * DATABASE_STATEMENT_TIMEOUT_MS (or a lock wait), or SQLite's write lock stayed taken past its
- * busy timeout.
- */
-export function isStatementTimeout(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const code = (error as { code?: unknown }).code;
-  return code === '57014' || (typeof code === 'string' && code.startsWith('SQLITE_BUSY'));
-}
-
-// SQLSTATE classes 08 (connection exception) and 57P (operator intervention: terminated by
-// pg_terminate_backend, server shutting down or starting), and too many connections.
-const LOST_SQLSTATE = /^(08...|57P0[1-5]|53300)$/;
-const LOST_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-// What node-postgres says when a connection ends, cannot start, or a query passes query_timeout.
-const LOST_MESSAGE =
-  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable)/;
-
-/**
- * PostgreSQL cannot be reached, or the connection a statement ran on was lost: nothing of an
- * unfinished transaction was committed (PostgreSQL rolls it back with the connection). Worth a
- * retry shortly; the pool opens new connections once the server answers again.
- */
-export function isConnectionLost(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (LOST_SQLSTATE.test(code) || LOST_SOCKET.has(code))) return true;
-  if (error instanceof AggregateError) return error.errors.some(isConnectionLost);
-  return typeof message === 'string' && LOST_MESSAGE.test(message);
 }

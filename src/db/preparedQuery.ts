@@ -1,6 +1,7 @@
 import { PostgresAdapter, type CompiledQuery, type Compilable, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { directSqlite, prepareOnPostgres } from './database.js';
+import { directSqlite } from './database.js';
+import { prepareOnPostgres } from './postgres.js';
 
 /** Stands for the `index`th value of `execute`; typed as whatever the builder wants there. */
 export type Slot = <T>(index: number) => T;

@@ -1,9 +1,13 @@
 /**
  * Table shapes, shared by SQLite and PostgreSQL. Timestamps are ISO 8601 UTC strings with
  * milliseconds (they sort as text, so keyset pagination works the same on both databases);
- * booleans are not used; JSON is stored as text.
+ * booleans are not used; JSON is stored as text. The tables of events, of the request log and of
+ * webhooks are in tables/.
  */
 import type { Generated } from 'kysely';
+import type { EventActorType, EventsTable } from './tables/events.js';
+import type { RequestLogTable, RequestUsageTable } from './tables/requests.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.js';
 
 export interface OrgsTable {
   id: string;
@@ -166,108 +170,6 @@ export interface SessionsTable {
   csrf_token: string;
   created_at: string;
   expires_at: string;
-}
-
-export interface EventsTable {
-  id: string;
-  org_id: string;
-  type: string;
-  /** contact, label, group or file: the read scope a key needs to see the event. */
-  resource: string;
-  /** JSON of the event's `data`: {object, previous_attributes?}. */
-  data: string;
-  created_at: string;
-  /** Who caused it (migration 016): null on events recorded before. */
-  actor_type: EventActorType | null;
-  /** The key's or user's id; null for `system`. */
-  actor_id: string | null;
-  /** The request that caused it; null for system work and older events. */
-  request_id: string | null;
-  /** The id of `data.object` (a group_member's: its contact's): a contact's or group's timeline. */
-  subject_id: string | null;
-  /** group.member_* events: the group. */
-  related_id: string | null;
-}
-
-export type EventActorType = 'api_key' | 'user' | 'system';
-
-/** One API request made with a key (migration 017): never a body, never the key. */
-export interface RequestLogTable {
-  request_id: string;
-  org_id: string;
-  key_id: string;
-  at: string;
-  method: string;
-  /** The route's template (`/api/v1/contacts/:id`), not the path. */
-  route: string;
-  status: number;
-  /** The problem's `code` when the answer was one. */
-  error_code: string | null;
-  duration_ms: number;
-  /** Approximate: the client's network (/24, /48) and User-Agent product. */
-  origin: string;
-}
-
-/** Requests of one key on one day (UTC) with one class of status: 2xx, 3xx, 4xx, 429, 5xx. */
-export interface RequestUsageTable {
-  org_id: string;
-  key_id: string;
-  day: string;
-  class: string;
-  count: number;
-}
-
-export type WebhookEndpointStatus = 'enabled' | 'disabled';
-
-export interface WebhookEndpointsTable {
-  id: string;
-  org_id: string;
-  url: string;
-  /** JSON array of event types and patterns (`*`, `contact.*`). */
-  events: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: string | null;
-  status: WebhookEndpointStatus;
-  disabled_reason: string | null;
-  consecutive_failures: number;
-  failing_since: string | null;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-}
-
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
-
-export interface WebhookDeliveriesTable {
-  /** The Standard Webhooks message id (`msg_…`), the same on every attempt. */
-  id: string;
-  org_id: string;
-  endpoint_id: string;
-  /** Null for a test `ping`. */
-  event_id: string | null;
-  event_type: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: string;
-  lease_until: string | null;
-  last_attempt_at: string | null;
-  last_status: number | null;
-  last_error: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface WebhookAttemptsTable {
-  id: string;
-  org_id: string;
-  delivery_id: string;
-  endpoint_id: string;
-  attempted_at: string;
-  status_code: number | null;
-  error: string | null;
-  latency_ms: number;
-  response_excerpt: string | null;
 }
 
 /** Facts about the installation, one row each (`secret_fingerprint`). */

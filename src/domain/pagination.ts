@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { sql, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import { BadRequestError } from './errors.js';
 
 /** Where a keyset walk stands: the last row returned, ordered by (created_at, id). */
@@ -47,6 +47,25 @@ export function afterPosition(
 /** Cuts the `limit + 1` rows a query fetched into a page. */
 export function toPage<T>(rows: T[], limit: number): Page<T> {
   return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+}
+
+/**
+ * The page of `query`'s rows after `page.after`, in the order of `columns` (a position's key and
+ * id, columns of `table`, which the query selects from): the keyset walk of a list, `limit + 1`
+ * rows read.
+ */
+export async function keysetPage<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  table: string,
+  page: PageRequest,
+  columns: [string, string] = ['created_at', 'id'],
+): Promise<Page<O>> {
+  const rows = await (page.after ? query.where(afterPosition(table, page.after, columns)) : query)
+    .orderBy(sql.ref(`${table}.${columns[0]}`))
+    .orderBy(sql.ref(`${table}.${columns[1]}`))
+    .limit(page.limit + 1)
+    .execute();
+  return toPage(rows, page.limit);
 }
 
 /**

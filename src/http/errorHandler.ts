@@ -15,7 +15,7 @@ import {
   ValidationError,
   type FieldError,
 } from '../domain/errors.js';
-import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/database.js';
+import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/errors.js';
 import { MAX_FIELD_ERRORS, problemBody, quoted, sendProblem, type ProblemBody } from './problem.js';
 
 /** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
@@ -158,32 +158,23 @@ export function errorHandler(docsUrl: string) {
         'The request contains characters that cannot be stored (such as NUL).',
       );
     }
+    // The database could not serve the request: nothing was written, and a retry shortly may well succeed.
+    const unavailable = (log: string, retryAfter: string, detail: string) => {
+      request.log.warn({ err: error }, log);
+      reply.header('retry-after', retryAfter);
+      return sendProblem(request, reply, docsUrl, 503, 'service_unavailable', detail);
+    };
     if (isStatementTimeout(error)) {
-      // The database is overloaded or a row is locked for long: nothing was written (the
-      // transaction rolled back), and a retry shortly may well succeed.
-      request.log.warn({ err: error }, 'statement timeout');
-      reply.header('retry-after', '1');
-      return sendProblem(
-        request,
-        reply,
-        docsUrl,
-        503,
-        'service_unavailable',
-        'The database did not answer in time; nothing was changed. Retry shortly.',
-      );
+      // The database is overloaded or a row is locked for long: the transaction rolled back.
+      return unavailable('statement timeout', '1', 'The database did not answer in time; nothing was changed. Retry shortly.');
     }
     if (isConnectionLost(error)) {
       // PostgreSQL is unreachable or dropped the connection mid-request: a transaction that had
       // not committed was rolled back with it. Only a COMMIT lost in flight leaves the outcome
       // unknown, which is what Idempotency-Key retries are for.
-      request.log.warn({ err: error }, 'database connection lost');
-      reply.header('retry-after', '2');
-      return sendProblem(
-        request,
-        reply,
-        docsUrl,
-        503,
-        'service_unavailable',
+      return unavailable(
+        'database connection lost',
+        '2',
         'The database cannot be reached at the moment. Retry shortly; a POST retried with the same Idempotency-Key is applied at most once.',
       );
     }

@@ -1,4 +1,4 @@
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.js';
 import { recordEvents } from '../../src/domain/events/record.js';

@@ -1,10 +1,6 @@
-import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import { secretFingerprint } from '../../db/secretFingerprint.js';
@@ -20,6 +16,7 @@ import {
   FORMAT_VERSION,
   LinesWriter,
   prepareExportDir,
+  saveHashed,
   tableFile,
   writeManifest,
   type BlobEntry,
@@ -143,19 +140,4 @@ async function copyBlobs(db: Db, store: BlobStore, dir: string, files: TableEntr
     }
   }
   return { count: entries.length, bytes: entries.reduce((sum, e) => sum + e.bytes, 0), entries, dropped };
-}
-
-async function saveHashed(source: NodeJS.ReadableStream, target: string): Promise<{ bytes: number; sha256: string }> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      done(null, chunk);
-    },
-  });
-  await mkdir(path.dirname(target), { recursive: true });
-  await pipeline(source, meter, createWriteStream(target, { flags: 'wx', mode: 0o600 }));
-  return { bytes, sha256: hash.digest('hex') };
 }

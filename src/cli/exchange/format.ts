@@ -3,6 +3,8 @@ import { createReadStream, createWriteStream, existsSync, type WriteStream } fro
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { OperatorError } from '../operatorError.js';
 
 /**
@@ -103,6 +105,22 @@ export class LinesWriter {
     await once(this.out, 'finish');
     return { bytes: this.bytes, rows: this.rows, sha256: this.hash.digest('hex') };
   }
+}
+
+/** Writes `source` to a new file `target` (never over one), returning its length and sha256. */
+export async function saveHashed(source: NodeJS.ReadableStream, target: string): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      done(null, chunk);
+    },
+  });
+  await mkdir(path.dirname(target), { recursive: true });
+  await pipeline(source, meter, createWriteStream(target, { flags: 'wx', mode: 0o600 }));
+  return { bytes, sha256: hash.digest('hex') };
 }
 
 export async function hashFile(file: string): Promise<{ bytes: number; sha256: string }> {

@@ -15,7 +15,7 @@ import { flash, list, requireAdmin, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
-import { developerTabs } from './developerTabs.js';
+import { developerPage } from './developerTabs.js';
 
 const DEVELOPER = '/settings/developer';
 /** The official client's README (it follows cursors, retries, sends idempotency keys, verifies webhooks). */
@@ -134,7 +134,7 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
     return { db, orgId: session.orgId, userId: session.userId, now: new Date() };
   };
 
-  async function developerPage(
+  async function keysPage(
     request: FastifyRequest,
     reply: FastifyReply,
     options: { status?: number; created?: ApiKeyView & { key: string }; values?: KeyForm; errors?: FieldErrors } = {},
@@ -147,14 +147,11 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
       .code(options.status ?? 200)
       .type('text/html; charset=utf-8')
       .send(
-        page({
+        developerPage('keys', {
           title: created ? 'New API key' : 'Developer',
           session,
-          section: 'developer',
           notice: takeFlash(request, reply),
-          body: html`<h1>Developer</h1>
-            ${developerTabs('keys')}
-            ${
+          body: html`${
               created
                 ? html`<section class="card" aria-labelledby="new-key-title">
                     <h2 id="new-key-title">Your new key “${created.name}”</h2>
@@ -199,7 +196,7 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
 
   app.get(DEVELOPER, async (request, reply) => {
     requireAdmin(request);
-    return developerPage(request, reply);
+    return keysPage(request, reply);
   });
 
   app.post(`${DEVELOPER}/keys`, async (request, reply) => {
@@ -216,10 +213,10 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
         expiresInDays: expiresInDays(values.expires ?? ''),
       });
       // Shown in this response only: never redirected through a URL or kept in a cookie.
-      return developerPage(request, reply, { created });
+      return keysPage(request, reply, { created });
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      return developerPage(request, reply, { status: 400, values, errors: fieldErrors(error.errors) });
+      return keysPage(request, reply, { status: 400, values, errors: fieldErrors(error.errors) });
     }
   });
 

@@ -1,4 +1,6 @@
+import type { SessionView } from '../../domain/sessions/sessions.js';
 import { html, type Html } from '../html.js';
+import { page } from '../layout.js';
 
 export const DEVELOPER = '/settings/developer';
 export const WEBHOOKS = `${DEVELOPER}/webhooks`;
@@ -16,4 +18,14 @@ export function developerTabs(current: Tab): Html {
       ${tab('keys', DEVELOPER, 'API keys')}${tab('webhooks', WEBHOOKS, 'Webhooks')}${tab('logs', LOGS, 'Logs')}${tab('usage', USAGE, 'Usage')}
     </ul>
   </nav>`;
+}
+
+/** A page of Settings → Developer: its heading and tabs, `current` marked, above the tab's own body. */
+export function developerPage(current: Tab, options: { title: string; session: SessionView; notice?: string | null; body: Html }): string {
+  return page({
+    ...options,
+    section: 'developer',
+    body: html`<h1>Developer</h1>
+      ${developerTabs(current)} ${options.body}`,
+  });
 }

@@ -13,9 +13,8 @@ import {
 } from '../../domain/requests/requestLog.js';
 import { ctxOf, requireAdmin } from '../context.js';
 import { html, type Html } from '../html.js';
-import { page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
-import { developerTabs, LOGS } from './developerTabs.js';
+import { developerPage, LOGS } from './developerTabs.js';
 import { when } from './webhooks.js';
 
 const PAGE = 50;
@@ -171,13 +170,10 @@ export const requestLogPages: FastifyPluginAsync<DashboardDeps> = async (app, { 
       .code(status)
       .type('text/html; charset=utf-8')
       .send(
-        page({
+        developerPage('logs', {
           title: 'Logs',
           session,
-          section: 'developer',
-          body: html`<h1>Developer</h1>
-            ${developerTabs('logs')}
-            <p>
+          body: html`<p>
               Every API request made with one of ${session.orgName}'s keys, newest first: never its body, never the key. A caller quotes the
               <code>request_id</code> of an error (or the <code>Request-Id</code> header): find it here.
             </p>

@@ -3,9 +3,8 @@ import { listApiKeys } from '../../domain/apiKeys/apiKeys.js';
 import { requestUsage, type StatusClass, type UsageDay } from '../../domain/requests/requestLog.js';
 import { ctxOf, requireAdmin } from '../context.js';
 import { html, type Html } from '../html.js';
-import { page } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
-import { developerTabs, USAGE } from './developerTabs.js';
+import { developerPage, USAGE } from './developerTabs.js';
 
 const DAYS = 30;
 
@@ -107,13 +106,10 @@ export const usagePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, d
     const used = usage.quotaUsedToday;
     const share = Math.min(100, Math.round((used / dailyQuota) * 100));
     return reply.type('text/html; charset=utf-8').send(
-      page({
+      developerPage('usage', {
         title: 'Usage',
         session,
-        section: 'developer',
-        body: html`<h1>Developer</h1>
-          ${developerTabs('usage')}
-          <h2>Today's quota</h2>
+        body: html`<h2>Today's quota</h2>
           <p>
             <meter
               id="quota"

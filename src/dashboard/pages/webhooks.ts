@@ -5,9 +5,9 @@ import { createEndpoint, listEndpoints, type EndpointView, type EndpointWithSecr
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, list, requireAdmin, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
-import { csrf, page } from '../layout.js';
+import { csrf } from '../layout.js';
 import type { DashboardDeps } from '../plugin.js';
-import { developerTabs, WEBHOOKS } from './developerTabs.js';
+import { developerPage, WEBHOOKS } from './developerTabs.js';
 
 export const when = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
 
@@ -114,13 +114,11 @@ export const webhookPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
       .code(options.status ?? 200)
       .type('text/html; charset=utf-8')
       .send(
-        page({
+        developerPage('webhooks', {
           title: created ? 'New webhook endpoint' : 'Webhooks',
           session,
-          section: 'developer',
           notice: takeFlash(request, reply),
-          body: html`<h1>Developer</h1>
-            ${developerTabs('webhooks')} ${created ? secretCard(created, `Signing secret for ${created.url}`) : ''}
+          body: html`${created ? secretCard(created, `Signing secret for ${created.url}`) : ''}
             <h2>Webhook endpoints</h2>
             <p>
               Every change to ${session.orgName}'s data is an event; each endpoint receives the events it subscribes to as signed HTTP POSTs

@@ -5,18 +5,9 @@ import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ServiceError, UnprocessableError, ValidationError } from '../errors.js';
 import { requireScope } from '../scopes.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../../db/database.js';
-import {
-  conflictAfter,
-  conflictOf,
-  contactFieldErrors,
-  duplicateEmail,
-  duplicateExternalId,
-  insertContacts,
-  patchInTransaction,
-  withNormalEmail,
-  type ContactInput,
-} from './contacts.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
+import { conflictAfter, conflictOf, duplicateEmail, duplicateExternalId } from './conflicts.js';
+import { contactFieldErrors, insertContacts, patchInTransaction, withNormalEmail, type ContactInput } from './contacts.js';
 import type { ContactView } from './view.js';
 import { patchContacts } from './patch.js';
 

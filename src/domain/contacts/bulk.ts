@@ -6,7 +6,7 @@ import type { Ctx } from '../context.js';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { previousAttributes, recordEvents } from '../events/record.js';
 import { requireGroup } from '../groups/groups.js';
-import { addMemberRows } from '../groups/members.js';
+import { addMemberRows, membersAdded } from '../groups/members.js';
 import { nowIso } from '../ids.js';
 import type { Position } from '../pagination.js';
 import { requireScope } from '../scopes.js';
@@ -156,15 +156,7 @@ export async function bulkAddToGroup(ctx: Ctx, target: BulkTarget, groupId: stri
     const ids = await targetIds(inTrx, target);
     const added = [];
     for (const part of chunks(ids)) added.push(...(await addMemberRows(trx, ctx.orgId, groupId, part, at)));
-    if (added.length > 0) {
-      await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();
-      await recordEvents(
-        trx,
-        ctx,
-        'group.member_added',
-        added.map((member) => ({ object: member })),
-      );
-    }
+    await membersAdded(trx, ctx, groupId, added, at);
     return { matched: ids.length, changed: added.length };
   });
 }

@@ -1,7 +1,8 @@
 import { PostgresAdapter, sql, type RawBuilder } from 'kysely';
 import type { Ctx } from '../context.js';
 import { requireScope } from '../scopes.js';
-import { isLong, termsQuery, type ContactFilters } from './list.js';
+import type { ContactFilters } from './list.js';
+import { isLong, termsQuery } from './searchText.js';
 
 /**
  * Up to this many contacts a count is exact; above it the dashboard says "10,000+". Counting

@@ -1,7 +1,7 @@
 import { inTransaction } from '../../db/transaction.js';
 import { parse } from 'csv-parse/sync';
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, ValidationError } from '../errors.js';

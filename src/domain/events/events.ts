@@ -1,7 +1,7 @@
 import type { Ctx } from '../context.js';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { EVENT_BODY_COLUMNS, eventBody } from '../webhooks/message.js';
-import { afterPosition, toPage, type JsonItem, type Page, type PageRequest } from '../pagination.js';
+import { keysetPage, type JsonItem, type Page, type PageRequest } from '../pagination.js';
 import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventResource, type EventType } from './types.js';
 import { parseInstant } from '../validation.js';
 
@@ -47,13 +47,7 @@ export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilt
   if (filters.createdAfter !== undefined) query = query.where('created_at', '>', parseInstant('created_after', filters.createdAfter));
   if (filters.createdBefore !== undefined) query = query.where('created_at', '<', parseInstant('created_before', filters.createdBefore));
   if (!readable) return { items: [], hasMore: false };
-  if (page.after) query = query.where(afterPosition('events', page.after));
-  const rows = await query
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(page.limit + 1)
-    .execute();
-  const { items, hasMore } = toPage(rows, page.limit);
+  const { items, hasMore } = await keysetPage(query, 'events', page);
   return { items: items.map((row) => ({ json: eventBody(row), id: row.id, created_at: row.created_at })), hasMore };
 }
 

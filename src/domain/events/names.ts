@@ -1,6 +1,7 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Ctx } from '../context.js';
-import type { Database, EventActorType } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
+import type { EventActorType } from '../../db/tables/events.js';
 import type { EventResource } from './types.js';
 
 /**

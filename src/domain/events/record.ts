@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import { insertRows } from '../../db/insertRows.js';
-import type { Database, EventActorType } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
+import type { EventActorType } from '../../db/tables/events.js';
 import type { Ctx } from '../context.js';
 import { newId, nowIso } from '../ids.js';
 import { matchesAny, resourceOf, type EventType } from './types.js';

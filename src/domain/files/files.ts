@@ -6,7 +6,7 @@ import type { BlobStore } from '../../infra/blobs/blobStore.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
-import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { keysetPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
 import { checkText } from '../validation.js';
 import { contentDisposition } from './contentDisposition.js';
@@ -118,13 +118,7 @@ export async function listFiles(ctx: Ctx, page: PageRequest, filters: { status?:
   requireScope(ctx.actor, 'files:read');
   let query = ctx.db.selectFrom('files').selectAll().where('org_id', '=', ctx.orgId);
   if (filters.status) query = query.where('status', '=', filters.status);
-  if (page.after) query = query.where(afterPosition('files', page.after));
-  const rows = await query
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(page.limit + 1)
-    .execute();
-  const { items, hasMore } = toPage(rows, page.limit);
+  const { items, hasMore } = await keysetPage(query, 'files', page);
   return { items: items.map(toFileView), hasMore };
 }
 

@@ -5,7 +5,7 @@ import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
-import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { keysetPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
 import { checkText, LIMITS } from '../validation.js';
 import { mergeMetadata, metadataCountError, metadataFieldErrors, parseMetadata, type Metadata, type MetadataInput } from '../metadata.js';
@@ -115,14 +115,7 @@ export async function createGroup(ctx: Ctx, input: GroupInput): Promise<GroupVie
 
 export async function listGroups(ctx: Ctx, page: PageRequest): Promise<Page<GroupView>> {
   requireScope(ctx.actor, 'groups:read');
-  let query = selectGroups(ctx.db, ctx.orgId);
-  if (page.after) query = query.where(afterPosition('groups', page.after));
-  const rows = await query
-    .orderBy('groups.created_at')
-    .orderBy('groups.id')
-    .limit(page.limit + 1)
-    .execute();
-  const { items, hasMore } = toPage(rows, page.limit);
+  const { items, hasMore } = await keysetPage(selectGroups(ctx.db, ctx.orgId), 'groups', page);
   return { items: items.map(toGroupView), hasMore };
 }
 

@@ -2,11 +2,11 @@ import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { recordEvent, recordEvents } from '../events/record.js';
-import { isForeignKeyViolation } from '../../db/database.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
 import type { Ctx } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { nowIso } from '../ids.js';
-import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { keysetPage, toPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
 import { getGroup, requireGroup, type GroupView } from './groups.js';
 
@@ -31,14 +31,8 @@ export async function listMembers(ctx: Ctx, groupId: string, page: PageRequest):
   await requireGroup(ctx.db, ctx.orgId, groupId);
   // The group is this organisation's (requireGroup; ids are never reused), so are its members: a
   // range of the (group_id, added_at, contact_id) index with nothing to filter out.
-  let query = ctx.db.selectFrom('group_members').select(['group_id', 'contact_id', 'added_at']).where('group_id', '=', groupId);
-  if (page.after) query = query.where(afterPosition('group_members', page.after, ['added_at', 'contact_id']));
-  const rows = await query
-    .orderBy('added_at')
-    .orderBy('contact_id')
-    .limit(page.limit + 1)
-    .execute();
-  const { items, hasMore } = toPage(rows, page.limit);
+  const query = ctx.db.selectFrom('group_members').select(['group_id', 'contact_id', 'added_at']).where('group_id', '=', groupId);
+  const { items, hasMore } = await keysetPage(query, 'group_members', page, ['added_at', 'contact_id']);
   // `created_at` is only the cursor position; the view a client sees has `added_at`.
   return { items: items.map((r) => ({ ...toMemberView(r), created_at: r.added_at })), hasMore };
 }
@@ -81,15 +75,23 @@ async function insertMembers(ctx: Ctx, groupId: string, unique: string[], at: st
       throw new NotFoundError(`No contact ${missing.join(', ')}; nobody was added.`, { missing_ids: missing });
     }
     const added = await addMemberRows(trx, ctx.orgId, groupId, unique, at);
-    if (added.length === 0) return; // everyone was a member already: nothing changed
-    await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();
-    await recordEvents(
-      trx,
-      ctx,
-      'group.member_added',
-      added.map((member) => ({ object: member })),
-    );
+    await membersAdded(trx, ctx, groupId, added, at);
   });
+}
+
+/**
+ * After addMemberRows: the group is touched and `group.member_added` recorded for each member
+ * added; nothing changes when everyone was a member already.
+ */
+export async function membersAdded(trx: Kysely<Database>, ctx: Ctx, groupId: string, added: GroupMemberView[], at: string): Promise<void> {
+  if (added.length === 0) return;
+  await trx.updateTable('groups').set({ updated_at: at }).where('id', '=', groupId).execute();
+  await recordEvents(
+    trx,
+    ctx,
+    'group.member_added',
+    added.map((member) => ({ object: member })),
+  );
 }
 
 /**

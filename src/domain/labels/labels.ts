@@ -2,11 +2,11 @@ import { inTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent } from '../events/record.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, LabelsTable } from '../../db/schema.js';
-import { isUniqueViolation } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
-import { afterPosition, toPage, type Page, type PageRequest } from '../pagination.js';
+import { keysetPage, type Page, type PageRequest } from '../pagination.js';
 import { requireScope } from '../scopes.js';
 import { checkText, LIMITS } from '../validation.js';
 
@@ -71,14 +71,8 @@ export async function createLabel(ctx: Ctx, input: { name: string }): Promise<La
 
 export async function listLabels(ctx: Ctx, page: PageRequest): Promise<Page<LabelView>> {
   requireScope(ctx.actor, 'contacts:read');
-  let query = ctx.db.selectFrom('labels').select(['id', 'name', 'created_at', 'updated_at']).where('org_id', '=', ctx.orgId);
-  if (page.after) query = query.where(afterPosition('labels', page.after));
-  const rows = await query
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(page.limit + 1)
-    .execute();
-  const { items, hasMore } = toPage(rows, page.limit);
+  const query = ctx.db.selectFrom('labels').select(['id', 'name', 'created_at', 'updated_at']).where('org_id', '=', ctx.orgId);
+  const { items, hasMore } = await keysetPage(query, 'labels', page);
   return { items: items.map(toLabelView), hasMore };
 }
 

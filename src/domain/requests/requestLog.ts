@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import { insertRows } from '../../db/insertRows.js';
 import { inTransaction } from '../../db/transaction.js';
-import type { Database, RequestLogTable } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
+import type { RequestLogTable } from '../../db/tables/requests.js';
 import type { Ctx } from '../context.js';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { nowIso } from '../ids.js';

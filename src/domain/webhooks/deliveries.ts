@@ -1,4 +1,4 @@
-import type { DeliveryStatus } from '../../db/schema.js';
+import type { DeliveryStatus } from '../../db/tables/webhooks.js';
 import { NotFoundError } from '../errors.js';
 import { isId, newId, nowIso } from '../ids.js';
 import { requireManager, type WebhookCtx } from './manager.js';

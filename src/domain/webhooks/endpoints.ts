@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import type { WebhookEndpointsTable, WebhookEndpointStatus } from '../../db/schema.js';
+import type { WebhookEndpointsTable, WebhookEndpointStatus } from '../../db/tables/webhooks.js';
 import { inTransaction, lockOrg } from '../../db/transaction.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isId, newId, nowIso } from '../ids.js';

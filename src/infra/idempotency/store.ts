@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import type { Database } from '../../db/schema.js';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 

@@ -1,18 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/schema.js';
-import {
-  claimDeliveries,
-  extendLeases,
-  recordAttempts,
-  releaseLeases,
-  type AttemptOutcome,
-  type ClaimedDelivery,
-  type RetryPolicy,
-} from '../../domain/webhooks/outbox.js';
-import { signedHeaders } from '../../domain/webhooks/message.js';
-import { vetWebhookUrl, type UrlPolicy } from '../../domain/webhooks/urlGuard.js';
-import { postWebhook } from './sender.js';
+import { recordAttempts, type AttemptOutcome, type RetryPolicy } from '../../domain/webhooks/attempts.js';
+import { claimDeliveries, extendLeases, releaseLeases, type ClaimedDelivery } from '../../domain/webhooks/outbox.js';
+import type { UrlPolicy } from '../../domain/webhooks/urlGuard.js';
+import { attemptDelivery } from './sender.js';
 
 /**
  * Sends the webhook deliveries of the outbox (webhook_deliveries). Our own small outbox processor:
@@ -227,23 +219,7 @@ export class DeliveryWorker {
       this.release(delivery);
       return;
     }
-    const attemptedAt = new Date();
-    let outcome: AttemptOutcome;
-    try {
-      const { url, address } = await vetWebhookUrl(delivery.url, this.options.urlPolicy);
-      const result = await postWebhook({
-        url,
-        address,
-        headers: signedHeaders(delivery.id, attemptedAt, delivery.body, delivery.secrets),
-        body: delivery.body,
-        timeoutMs: this.options.timeoutMs,
-      });
-      outcome = { delivery, attemptedAt, ...result };
-    } catch (error) {
-      // The URL guard refused the address the host resolves to now (or the lookup failed).
-      const message = error instanceof Error ? error.message : String(error);
-      outcome = { delivery, attemptedAt, ok: false, statusCode: null, error: `not sent: ${message}`, latencyMs: 0, excerpt: null };
-    }
+    const outcome = await attemptDelivery(delivery, new Date(), this.options);
     if (this.stopped) return;
     this.attempts += 1;
     this.options.onAttempt?.(outcome.ok);

@@ -1,7 +1,10 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import type { ResolvedAddress } from '../../domain/webhooks/urlGuard.js';
+import type { AttemptOutcome } from '../../domain/webhooks/attempts.js';
+import { signedHeaders } from '../../domain/webhooks/message.js';
+import type { ClaimedDelivery } from '../../domain/webhooks/outbox.js';
+import { vetWebhookUrl, type ResolvedAddress, type UrlPolicy } from '../../domain/webhooks/urlGuard.js';
 
 /**
  * One webhook POST over node:http(s), to the address the URL guard checked: the connection's DNS
@@ -148,4 +151,30 @@ function postOnce(options: PostOptions): Promise<SendResult & { staleConnection?
     });
     request.end(body);
   });
+}
+
+/**
+ * One attempt at a delivery: its URL vetted again (the address its host resolves to now), then its
+ * signed body posted. Never throws: a refused address is an outcome like any failed send.
+ */
+export async function attemptDelivery(
+  delivery: ClaimedDelivery,
+  attemptedAt: Date,
+  options: { urlPolicy: UrlPolicy; timeoutMs: number },
+): Promise<AttemptOutcome> {
+  try {
+    const { url, address } = await vetWebhookUrl(delivery.url, options.urlPolicy);
+    const result = await postWebhook({
+      url,
+      address,
+      headers: signedHeaders(delivery.id, attemptedAt, delivery.body, delivery.secrets),
+      body: delivery.body,
+      timeoutMs: options.timeoutMs,
+    });
+    return { delivery, attemptedAt, ...result };
+  } catch (error) {
+    // The URL guard refused the address the host resolves to now (or the lookup failed).
+    const message = error instanceof Error ? error.message : String(error);
+    return { delivery, attemptedAt, ok: false, statusCode: null, error: `not sent: ${message}`, latencyMs: 0, excerpt: null };
+  }
 }

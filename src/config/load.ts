@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError, type Config, type S3Settings } from '../config.js';
+
+/** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function positiveNumber(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw.trim());
+  if (!Number.isFinite(value) || value <= 0) throw new ConfigError(name, `must be a positive number, got "${raw}"`);
+  return value;
+}
+
+function url(env: Env, name: string, fallback: string, protocols: string[]): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function optionalFile(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  if (!existsSync(raw)) throw new ConfigError(name, `file "${raw}" does not exist`);
+  return raw;
+}
+
+function trustProxy(env: Env): boolean | string {
+  const raw = env.TRUST_PROXY;
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  // A comma-separated list of addresses or CIDR ranges, handed to Fastify as is.
+  if (!/^[0-9a-fA-F:.,/\s]+$/.test(raw)) {
+    throw new ConfigError('TRUST_PROXY', `must be true, false or a list of addresses/CIDRs, got "${raw}"`);
+  }
+  return raw;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+/** The default retry schedule of webhook deliveries: about a day in all. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = [5, 60, 300, 1800, 7200, 18_000, 36_000, 36_000];
+
+function retrySchedule(env: Env): number[] {
+  const raw = env.WEBHOOK_RETRY_SCHEDULE;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_WEBHOOK_RETRY_SCHEDULE;
+  const delays = raw.split(',').map((part) => part.trim());
+  if (delays.length > 50 || delays.some((d) => !/^\d+(\.\d+)?$/.test(d) || Number(d) > 7 * 86_400)) {
+    throw new ConfigError(
+      'WEBHOOK_RETRY_SCHEDULE',
+      `must be a comma-separated list of up to 50 delays in seconds (each at most 604800), got "${raw}"`,
+    );
+  }
+  return delays.map(Number);
+}
+
+/** A presigned S3 URL lives at most 7 days (SigV4); CopyObject copies at most 5 GiB in one request. */
+const S3_MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+const S3_MAX_FILE_BYTES = 5 * 1024 ** 3;
+
+function s3Settings(env: Env, maxFileBytes: number, downloadUrlTtlSeconds: number): S3Settings {
+  const bucket = env.S3_BUCKET ?? '';
+  if (bucket === '') throw new ConfigError('S3_BUCKET', 'is required when BLOB_STORE=s3');
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new ConfigError('S3_BUCKET', `is not a valid bucket name: "${bucket}"`);
+  const region = env.S3_REGION || 'us-east-1';
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError('S3_REGION', `is not a region name such as eu-west-1: "${region}"`);
+  const accessKeyId = env.S3_ACCESS_KEY_ID ?? '';
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY ?? '';
+  if ((accessKeyId === '') !== (secretAccessKey === '')) {
+    throw new ConfigError(
+      accessKeyId ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID',
+      'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together',
+    );
+  }
+  const presignedDownloads = bool(env, 'S3_PRESIGNED_DOWNLOADS', false);
+  if (presignedDownloads && downloadUrlTtlSeconds > S3_MAX_PRESIGN_SECONDS) {
+    throw new ConfigError('DOWNLOAD_URL_TTL_SECONDS', `must be at most ${S3_MAX_PRESIGN_SECONDS} with S3_PRESIGNED_DOWNLOADS=true`);
+  }
+  if (maxFileBytes > S3_MAX_FILE_BYTES) throw new ConfigError('MAX_FILE_BYTES', `must be at most ${S3_MAX_FILE_BYTES} with BLOB_STORE=s3`);
+  return {
+    bucket,
+    region,
+    endpoint: env.S3_ENDPOINT ? url(env, 'S3_ENDPOINT', '', ['http:', 'https:']) : null,
+    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', false),
+    credentials: accessKeyId ? { accessKeyId, secretAccessKey } : null,
+    presignedDownloads,
+  };
+}
+
+/**
+ * METRICS_TOKEN: what Prometheus sends as `Authorization: Bearer …` to scrape GET /metrics. Long
+ * enough not to be guessed, and a single header token (no spaces, printable ASCII).
+ */
+function metricsToken(env: Env): string | null {
+  const raw = env.METRICS_TOKEN;
+  if (raw === undefined || raw === '') return null;
+  if (!/^[\x21-\x7e]{16,256}$/.test(raw)) {
+    throw new ConfigError('METRICS_TOKEN', 'must be 16 to 256 printable ASCII characters without spaces (e.g. `openssl rand -hex 24`)');
+  }
+  return raw;
+}
+
+function blobStore(env: Env): 'local' | 's3' {
+  const raw = env.BLOB_STORE || 'local';
+  if (raw !== 'local' && raw !== 's3') throw new ConfigError('BLOB_STORE', `must be local or s3, got "${raw}"`);
+  return raw;
+}
+
+/**
+ * SECRET_KEY signs cursors, upload links and keys' hashes; generated once into DATA_DIR when unset
+ * (by the server and `orgdata migrate` only: any other command finding none is pointed at the
+ * wrong DATA_DIR, and a new secret there would only hide that).
+ */
+function secretKey(env: Env, dataDir: string, create: boolean): string {
+  const raw = env.SECRET_KEY;
+  if (raw !== undefined && raw !== '') {
+    if (raw.length < 32) throw new ConfigError('SECRET_KEY', 'must be at least 32 characters long');
+    return raw;
+  }
+  const file = path.join(dataDir, 'secret.key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (!create) {
+    throw new ConfigError(
+      'SECRET_KEY',
+      `is not set and there is no ${file}: no orgdata data was found there. Point DATA_DIR at the directory the server uses ` +
+        '(or set SECRET_KEY and DATABASE_URL as the server has them), or start the server once (npm start) to create it.',
+    );
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const generated = randomBytes(32).toString('base64url');
+  writeFileSync(file, generated + '\n', { mode: 0o600, flag: 'wx' });
+  return generated;
+}
+
+export interface LoadOptions {
+  /** Generate DATA_DIR/secret.key when SECRET_KEY is unset and there is none (default true). */
+  createSecret?: boolean;
+  /** Without SECRET_KEY and secret.key, secretKey is '' instead of an error (`orgdata restore` brings it). */
+  secretOptional?: boolean;
+}
+
+export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Config {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const publicUrl = url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']);
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const databaseUrl = env.DATABASE_URL ? url(env, 'DATABASE_URL', '', ['postgres:', 'postgresql:']) : null;
+  const tlsCertFile = optionalFile(env, 'TLS_CERT_FILE');
+  const tlsKeyFile = optionalFile(env, 'TLS_KEY_FILE');
+  if ((tlsCertFile === null) !== (tlsKeyFile === null)) {
+    throw new ConfigError(tlsCertFile ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE go together');
+  }
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+  const requestTimeoutSeconds = int(env, 'REQUEST_TIMEOUT_SECONDS', 300, 1, 3600);
+  const headersTimeoutSeconds = int(env, 'HEADERS_TIMEOUT_SECONDS', Math.min(30, requestTimeoutSeconds), 1, 3600);
+  if (headersTimeoutSeconds > requestTimeoutSeconds) {
+    throw new ConfigError('HEADERS_TIMEOUT_SECONDS', `must not be larger than REQUEST_TIMEOUT_SECONDS (${requestTimeoutSeconds})`);
+  }
+  const bodyIdleTimeoutSeconds = int(env, 'BODY_IDLE_TIMEOUT_SECONDS', Math.min(60, requestTimeoutSeconds), 1, 3600);
+  if (bodyIdleTimeoutSeconds > requestTimeoutSeconds) {
+    throw new ConfigError('BODY_IDLE_TIMEOUT_SECONDS', `must not be larger than REQUEST_TIMEOUT_SECONDS (${requestTimeoutSeconds})`);
+  }
+  const maxFileBytes = int(env, 'MAX_FILE_BYTES', 100 * 1024 * 1024, 1);
+  const shutdownGraceSeconds = int(env, 'SHUTDOWN_GRACE_SECONDS', 10, 0, 3600);
+  const shutdownDelaySeconds = int(env, 'SHUTDOWN_DELAY_SECONDS', Math.min(1, shutdownGraceSeconds), 0, 3600);
+  if (shutdownDelaySeconds > shutdownGraceSeconds) {
+    throw new ConfigError('SHUTDOWN_DELAY_SECONDS', `must not be larger than SHUTDOWN_GRACE_SECONDS (${shutdownGraceSeconds})`);
+  }
+  const downloadUrlTtlSeconds = int(env, 'DOWNLOAD_URL_TTL_SECONDS', 300, 1);
+  return {
+    port,
+    host: env.HOST || '127.0.0.1',
+    publicUrl,
+    docsUrl: url(env, 'DOCS_URL', `${publicUrl}/docs`, ['http:', 'https:']),
+    dataDir,
+    databaseUrl,
+    redisUrl: env.REDIS_URL ? url(env, 'REDIS_URL', '', ['redis:', 'rediss:']) : null,
+    secretKey:
+      options.secretOptional && !env.SECRET_KEY && !existsSync(path.join(dataDir, 'secret.key'))
+        ? ''
+        : secretKey(env, dataDir, options.createSecret ?? true),
+    rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 60, 1),
+    rateLimitPerSecond: positiveNumber(env, 'RATE_LIMIT_PER_SECOND', 5),
+    dailyQuota: int(env, 'DAILY_QUOTA', 10_000, 1),
+    maxJsonBytes: int(env, 'MAX_JSON_BYTES', 1024 * 1024, 1024),
+    maxFileBytes,
+    uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 1),
+    downloadUrlTtlSeconds,
+    trustProxy: trustProxy(env),
+    tlsCertFile,
+    tlsKeyFile,
+    logLevel,
+    requestTimeoutSeconds,
+    headersTimeoutSeconds,
+    bodyIdleTimeoutSeconds,
+    keepAliveTimeoutSeconds: int(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
+    idempotencyLockSeconds: int(env, 'IDEMPOTENCY_LOCK_SECONDS', 60, 1, 3600),
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    requestLogDays: int(env, 'REQUEST_LOG_DAYS', 7, 0, 365),
+    webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    webhookTimeoutSeconds: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
+    webhookRetrySchedule: retrySchedule(env),
+    webhookDisableAfterFailures: int(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 100, 1, 1_000_000),
+    webhookWorker: bool(env, 'WEBHOOK_WORKER', true),
+    blobStore: blobStore(env),
+    s3: blobStore(env) === 's3' ? s3Settings(env, maxFileBytes, downloadUrlTtlSeconds) : null,
+    shutdownGraceSeconds,
+    shutdownDelaySeconds,
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 24 * 3600 * 1000),
+    metricsToken: metricsToken(env),
+  };
+}

@@ -1,0 +1,70 @@
+import { STATUS_CODES } from 'node:http';
+import { ERROR_CODES, type ErrorCode } from '../errorCodes.js';
+import { API_PREFIX, type Documented } from './routes.js';
+
+/** The error side of each operation: the codes it can answer with, and an example of each. */
+
+type Json = Record<string, unknown>;
+
+/**
+ * Where an error code can come from, for the codes that only some operations send. Codes not
+ * listed can come from any operation that documents their status.
+ */
+const CODE_SOURCES: Partial<Record<ErrorCode, (route: Documented) => boolean>> = {
+  invalid_cursor: (route) => Object.hasOwn(((route.schema.querystring as Json | undefined)?.properties ?? {}) as Json, 'cursor'),
+  invalid_idempotency_key: (route) => route.idempotent,
+  idempotency_conflict: (route) => route.idempotent,
+  idempotency_key_reused: (route) => route.idempotent,
+  contact_exists: (route) => /^\/api\/v1\/contacts(\/:id|\/batch)?$/.test(route.url),
+  external_id_exists: (route) => /^\/api\/v1\/contacts(\/:id|\/batch)?$/.test(route.url),
+  duplicate_in_batch: (route) => route.url === '/api/v1/contacts/batch',
+  label_exists: (route) => route.url.startsWith('/api/v1/contacts/labels'),
+  file_not_ready: (route) => route.url === '/api/v1/files/:id/download' || route.url === '/downloads/:token',
+  // The upload and download links (outside /api/v1).
+  size_mismatch: (route) => route.url === '/uploads/:token',
+  invalid_signature: (route) => !route.url.startsWith(API_PREFIX),
+  already_uploaded: (route) => route.url === '/uploads/:token',
+  upload_url_expired: (route) => route.url === '/uploads/:token',
+  download_url_expired: (route) => route.url === '/downloads/:token',
+  invalid_request: (route) => route.url !== '/downloads/:token',
+  // Sent by the operator CLI and the dashboard, never by an API operation.
+  member_exists: () => false,
+};
+
+/** The codes an operation can answer with this status (all the status's codes if none is known to apply). */
+export function codesFor(route: Documented, status: number): ErrorCode[] {
+  const all = (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].status === status);
+  const applicable = all.filter((code) => CODE_SOURCES[code]?.(route) ?? true);
+  return applicable.length > 0 ? applicable : all;
+}
+
+/**
+ * Statuses any operation can answer whatever its own logic: a request Node's parser refuses (400),
+ * one that stalls (408), an over-long URL (414) or headers (431), a failure of ours (500), and a
+ * database that did not answer within its statement timeout or cannot be reached (503, with
+ * Retry-After).
+ */
+export const EDGE_STATUSES = [400, 408, 414, 431, 500, 503];
+
+/** One example problem document per error code the document mentions. */
+export function problemExamples(publicUrl: string, usedCodes: Set<ErrorCode>): Json {
+  const examples: Json = {};
+  for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) {
+    if (!usedCodes.has(code)) continue;
+    const { status, summary } = ERROR_CODES[code];
+    const value: Json = {
+      type: `${publicUrl}/docs/api/errors#${code}`,
+      title: STATUS_CODES[status] ?? 'Error',
+      status,
+      code,
+      detail: summary.replace(/`/g, ''),
+      request_id: 'req_8fK2mQ9xLp3vT7wZ1aB4',
+    };
+    if (code === 'invalid_request') value.errors = [{ field: 'email', message: 'must match format "idn-email"' }];
+    if (code === 'contact_exists' || code === 'external_id_exists') value.existing_id = 'con_4Hq7ZkP2mN8xV3bR6tY1';
+    if (code === 'label_exists') value.existing_id = 'lbl_9Tz3Qw7Er1Yu5Io2Pa8S';
+    if (code === 'quota_exceeded') value.quota = { policy: 'daily', limit: 10000, used: 10000, resets_at: '2026-11-21T00:00:00.000Z' };
+    examples[code] = { summary: `${status} ${code}`, value };
+  }
+  return examples;
+}
