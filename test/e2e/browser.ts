@@ -5,7 +5,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { loadConfig, type Config } from '../../src/config.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp } from '../../src/app.js';
 import { MemoryRateLimiter } from '../../src/infra/rateLimit/memoryRateLimiter.js';
 import type { FastifyInstance } from 'fastify';
 

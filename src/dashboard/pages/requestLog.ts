@@ -14,7 +14,7 @@ import {
 import { ctxOf, requireAdmin } from '../context.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerTabs, LOGS } from './developerTabs.js';
 import { when } from './webhooks.js';
 

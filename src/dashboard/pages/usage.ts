@@ -4,7 +4,7 @@ import { requestUsage, type StatusClass, type UsageDay } from '../../domain/requ
 import { ctxOf, requireAdmin } from '../context.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerTabs, USAGE } from './developerTabs.js';
 
 const DAYS = 30;
