@@ -10,7 +10,10 @@
  *   infra/                    implementations of ports (of the domain, or of one door's own)
  *   db/                       the database
  *
- * Only the web edge (http/, dashboard/, web/, app.ts, server.ts) imports Fastify.
+ * Only the web edge (http/, dashboard/, web/, app.ts, server.ts) imports Fastify. http/ may still
+ * use what infra/ has in one form only (the idempotency keys table, written in the request's own
+ * transaction; dependency health; the metrics registry): there is no second implementation to
+ * choose, so no interface of its own.
  */
 const EDGE = '^src/(http|dashboard|web)/';
 const COMPOSITION = '^src/(app|server|cli)[.]ts$|^src/cli/';
