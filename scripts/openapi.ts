@@ -4,7 +4,7 @@
  */
 import { loadConfig } from '../src/config/load.js';
 import { openDatabase } from '../src/db/database.js';
-import { buildApp } from '../src/http/app.js';
+import { buildApp } from '../src/app.js';
 import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';
 
 const config = loadConfig({

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase, type Db } from './db/database.js';
 import { checkSecretFingerprint } from './db/secretFingerprint.js';
-import { buildApp } from './http/app.js';
+import { buildApp } from './app.js';
 import { purgeExpired } from './infra/idempotency/store.js';
 import { purgeAbandonedUploads } from './domain/files/files.js';
 import { purgeExpiredSessions } from './domain/sessions/sessions.js';

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { buildApp } from '../src/http/app.js';
+import { buildApp } from '../src/app.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeOrigin } from '../src/domain/apiKeys/apiKeys.js';
 import { duplicateKey } from '../src/http/jsonBody.js';

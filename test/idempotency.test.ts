@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KyselyPlugin } from 'kysely';
-import { buildApp } from '../src/http/app.js';
+import { buildApp } from '../src/app.js';
 import { fingerprint } from '../src/http/idempotency.js';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { checkContract } from './helpers/contract.js';

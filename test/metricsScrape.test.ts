@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../src/db/database.js';
-import { buildApp } from '../src/http/app.js';
+import { buildApp } from '../src/app.js';
 import { LocalBlobStore } from '../src/infra/blobs/localBlobStore.js';
 import { DependencyHealth } from '../src/infra/health.js';
 import { ServiceMetrics } from '../src/infra/metrics.js';

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApiKey, revokeApiKey } from '../src/domain/apiKeys/apiKeys.js';
 import { generateKey } from '../src/domain/apiKeys/format.js';
 import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';
-import { decide, type RateLimitSettings } from '../src/infra/rateLimit/rateLimiter.js';
+import type { RateLimitSettings } from '../src/http/rateLimiter.js';
+import { decide } from '../src/infra/rateLimit/tokenBucket.js';
 import { makeHarness, TEST_REDIS_URL, type Harness, type Org } from './helpers/harness.js';
 
 /**

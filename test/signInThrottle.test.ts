@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBase62 } from '../src/domain/ids.js';
 import { MemorySignInThrottle } from '../src/infra/signInThrottle/memorySignInThrottle.js';
 import { RedisSignInThrottle } from '../src/infra/signInThrottle/redisSignInThrottle.js';
-import type { SignInThrottle } from '../src/infra/signInThrottle/signInThrottle.js';
+import type { SignInThrottle } from '../src/dashboard/signInThrottle.js';
 import { formBody } from './helpers/browserSession.js';
 import { makeHarness, TEST_REDIS_URL, type Harness } from './helpers/harness.js';
 

@@ -1,13 +1,10 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
-import type { FileDeps } from '../domain/files/files.js';
 import { ServiceError, ValidationError } from '../domain/errors.js';
-import { statusOf } from '../http/errorHandler.js';
+import { statusOf } from '../web/errorStatus.js';
 import { isConnectionLost, isStatementTimeout } from '../db/errors.js';
-import { setPageHeaders } from '../http/pageHeaders.js';
+import { setPageHeaders } from '../web/pageHeaders.js';
 import { CSS, JS } from './assets.js';
 import { checkCsrf, requireSession, text } from './context.js';
 import { html } from './html.js';
@@ -25,23 +22,7 @@ import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
 import { usagePages } from './pages/usage.js';
-import type { UrlPolicy } from '../domain/webhooks/urlGuard.js';
-import type { SignInThrottle } from '../infra/signInThrottle/signInThrottle.js';
-
-export interface DashboardDeps {
-  db: Kysely<Database>;
-  secret: string;
-  files: FileDeps;
-  /** Cookies get `Secure` when the dashboard is served over HTTPS. */
-  secureCookies: boolean;
-  maxImportBytes: number;
-  /** The SSRF guard's rules for webhook endpoint URLs. */
-  webhooks: UrlPolicy;
-  /** Counts sign-in attempts (shared by every instance with Redis). */
-  signInThrottle: SignInThrottle;
-  /** DAILY_QUOTA, for the Usage page. */
-  dailyQuota: number;
-}
+import type { DashboardDeps } from './dashboardDeps.js';
 
 export function notFoundPage(): string {
   return page({

@@ -1,33 +1,14 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
-import type { FileDeps } from '../domain/files/files.js';
 import { ValidationError } from '../domain/errors.js';
-import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
 import { authenticate } from './authenticate.js';
-import { logRequests, type RequestLogWriter } from './requestLog.js';
-import type { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
+import type { ApiDeps } from './apiDeps.js';
+import { logRequests } from './requestLog.js';
 import { idempotencyOnSend, idempotencyPreHandler, inClaimTransaction } from './idempotency.js';
 import { contactRoutes } from './routes/contacts.js';
 import { eventRoutes } from './routes/events.js';
 import { fileRoutes } from './routes/files.js';
 import { groupRoutes } from './routes/groups.js';
 import { labelRoutes } from './routes/labels.js';
-
-export interface ApiDeps {
-  db: Kysely<Database>;
-  files: FileDeps;
-  secret: string;
-  rateLimiter: RateLimiter;
-  limits: RateLimitSettings;
-  /** How long an Idempotency-Key claim protects an in-flight request before a retry may take it over. */
-  idempotencyLockMs: number;
-  keyCache?: VerifiedKeyCache;
-  /** Where problem `type` links point (config.docsUrl). */
-  docsUrl: string;
-  /** Where each request's row goes (REQUEST_LOG_DAYS > 0). */
-  requestLog?: RequestLogWriter | null;
-}
 
 /** Everything under /api/v1 that needs a key: the edge (auth, limits, idempotency), then routes. */
 export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options) => {

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { authenticateKey, describeOrigin, recordKeyUse } from '../domain/apiKeys/apiKeys.js';
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../domain/errors.js';
-import type { RateLimiter, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
+import type { RateLimiter, RateLimitSettings } from './rateLimiter.js';
 import type { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
 import { policyHeader, setRateLimitHeaders } from './rateLimitHeaders.js';
 

@@ -1,37 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_IDLE_TIMEOUT } from './bodyTimeout.js';
-import {
-  BadRequestError,
-  ConflictError,
-  ForbiddenError,
-  GoneError,
-  NotFoundError,
-  PayloadTooLargeError,
-  RateLimitedError,
-  ServiceError,
-  UnauthorizedError,
-  UnavailableError,
-  UnprocessableError,
-  ValidationError,
-  type FieldError,
-} from '../domain/errors.js';
+import { RateLimitedError, ServiceError, UnauthorizedError, UnavailableError, ValidationError, type FieldError } from '../domain/errors.js';
 import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/errors.js';
 import { MAX_FIELD_ERRORS, problemBody, quoted, sendProblem, type ProblemBody } from './problem.js';
-
-/** HTTP status of each domain error: the one mapping from the domain's errors to this transport. */
-export function statusOf(error: ServiceError): number {
-  if (error instanceof ValidationError || error instanceof BadRequestError) return 400;
-  if (error instanceof UnauthorizedError) return 401;
-  if (error instanceof ForbiddenError) return 403;
-  if (error instanceof NotFoundError) return 404;
-  if (error instanceof ConflictError) return 409;
-  if (error instanceof GoneError) return 410;
-  if (error instanceof PayloadTooLargeError) return 413;
-  if (error instanceof UnprocessableError) return 422;
-  if (error instanceof RateLimitedError) return 429;
-  if (error instanceof UnavailableError) return 503;
-  return 500;
-}
+import { statusOf } from '../web/errorStatus.js';
 
 export interface AjvError {
   instancePath: string;

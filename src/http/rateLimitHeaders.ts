@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { RateLimitDecision, RateLimitSettings } from '../infra/rateLimit/rateLimiter.js';
+import type { RateLimitDecision, RateLimitSettings } from './rateLimiter.js';
 
 /**
  * The IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers) for the key's bucket, and the

@@ -1,4 +1,4 @@
-import type { AuthenticatedKey } from '../domain/apiKeys/apiKeys.js';
+import type { AuthenticatedKey } from '../domain/apiKeys/authenticatedKey.js';
 import type { Scope } from '../domain/scopes.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';

@@ -1,11 +1,11 @@
 import path from 'node:path';
 import type { Config } from '../config.js';
-import type { BlobStore } from './blobs/blobStore.js';
+import type { BlobStore } from '../domain/files/blobStore.js';
 import { LocalBlobStore } from './blobs/localBlobStore.js';
 import { MemoryRateLimiter } from './rateLimit/memoryRateLimiter.js';
-import type { RateLimiter, RateLimitSettings } from './rateLimit/rateLimiter.js';
+import type { RateLimiter, RateLimitSettings } from '../http/rateLimiter.js';
 import { MemorySignInThrottle } from './signInThrottle/memorySignInThrottle.js';
-import type { SignInThrottle } from './signInThrottle/signInThrottle.js';
+import type { SignInThrottle } from '../dashboard/signInThrottle.js';
 import type { Db } from '../db/database.js';
 import { VerifiedKeyCache, type KeyCacheGuard } from '../domain/apiKeys/keyCache.js';
 import { sqliteDataVersionGuard } from './keyCache/sqliteGuard.js';

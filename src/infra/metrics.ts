@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../db/database.js';
 import { outboxBacklog, type OutboxBacklog } from '../domain/webhooks/backlog.js';
-import type { BlobStore } from './blobs/blobStore.js';
+import type { BlobStore } from '../domain/files/blobStore.js';
 import { withDeadline } from './deadline.js';
 import type { DependencyHealth } from './health.js';
 

@@ -6,7 +6,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import type { Config } from '../../src/config.js';
 import { loadConfig } from '../../src/config/load.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp } from '../../src/app.js';
 import { MemoryRateLimiter } from '../../src/infra/rateLimit/memoryRateLimiter.js';
 import type { FastifyInstance } from 'fastify';
 

@@ -10,9 +10,9 @@ import { migrateToLatest, openDatabase, type DatabaseOptions, type Db } from '..
 import { createApiKey } from '../../src/domain/apiKeys/apiKeys.js';
 import { randomBase62 } from '../../src/domain/ids.js';
 import { addUser, createOrg } from '../../src/domain/orgs/orgs.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp } from '../../src/app.js';
 import { MemoryRateLimiter } from '../../src/infra/rateLimit/memoryRateLimiter.js';
-import type { RateLimiter } from '../../src/infra/rateLimit/rateLimiter.js';
+import type { RateLimiter } from '../../src/http/rateLimiter.js';
 import { RedisRateLimiter } from '../../src/infra/rateLimit/redisRateLimiter.js';
 import { MemorySignInThrottle } from '../../src/infra/signInThrottle/memorySignInThrottle.js';
 import { RedisSignInThrottle } from '../../src/infra/signInThrottle/redisSignInThrottle.js';

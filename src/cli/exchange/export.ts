@@ -5,7 +5,7 @@ import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import { secretFingerprint } from '../../db/secretFingerprint.js';
 import { openBlobStore } from '../../infra/choose.js';
-import type { BlobStore } from '../../infra/blobs/blobStore.js';
+import type { BlobStore } from '../../domain/files/blobStore.js';
 import { version } from '../../version.js';
 import { OperatorError } from '../operatorError.js';
 import { withDb } from '../withDb.js';

@@ -7,7 +7,7 @@ import type { Database } from '../../db/schema.js';
 import { checkSecretFingerprint, secretFingerprint } from '../../db/secretFingerprint.js';
 import { inTransaction } from '../../db/transaction.js';
 import { openBlobStore } from '../../infra/choose.js';
-import type { BlobStore } from '../../infra/blobs/blobStore.js';
+import type { BlobStore } from '../../domain/files/blobStore.js';
 import { OperatorError } from '../operatorError.js';
 import { readRows } from './export.js';
 import { blobFile, decodeValue, verifyExport, type ExportManifest } from './format.js';

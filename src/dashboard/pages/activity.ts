@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
 import { ctxOf, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { activityTable, recordLink } from './timeline.js';
 import { send } from './groupDetail.js';
 

@@ -4,7 +4,7 @@ import { signIn, signOut, switchOrg } from '../../domain/sessions/sessions.js';
 import { SESSION_COOKIE, checkCsrf, flash, requireSession, text } from '../context.js';
 import { field, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 
 function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string }): string {
   return page({

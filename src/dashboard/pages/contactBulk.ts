@@ -5,10 +5,10 @@ import { ValidationError } from '../../domain/errors.js';
 import { ctxOf, flash, list, requireAdmin, text } from '../context.js';
 import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { contactsFilter } from './contactExport.js';
 import { countText, listQuery, pageSize } from './contactList.js';
-import { send } from './contacts.js';
+import { send } from './contactForm.js';
 
 const contacts = (n: number) => (n === 1 ? '1 contact' : `${n.toLocaleString('en')} contacts`);
 

@@ -8,8 +8,8 @@ import type { ContactView } from '../../domain/contacts/view.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
 import { html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
-import { allLabels, contactForm, formErrors, formInput, send } from './contacts.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
+import { allLabels, contactForm, formErrors, formInput, send } from './contactForm.js';
 import { timelineSection } from './timeline.js';
 
 /**

@@ -4,7 +4,7 @@ import { contactsCsv, EXPORT_COLUMNS } from '../../domain/contacts/export.js';
 import { CONTACT_SORTS, type ContactFilters, type ContactSort } from '../../domain/contacts/list.js';
 import { searchWords } from '../../domain/contacts/searchText.js';
 import { ctxOf, requireAdmin, text } from '../context.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 
 /**
  * The contacts list's search, label and order, as its query string gives them (the list page,

@@ -8,9 +8,9 @@ import { decodeCursor, encodeCursor, type Position } from '../../domain/paginati
 import { ctxOf, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { contactsQuery } from './contactExport.js';
-import { allLabels, send } from './contacts.js';
+import { allLabels, send } from './contactForm.js';
 
 export const PAGE_SIZES = [25, 50, 100] as const;
 

@@ -14,7 +14,7 @@ import type { SessionView } from '../../domain/sessions/sessions.js';
 import { flash, list, requireAdmin, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage } from './developerTabs.js';
 
 const DEVELOPER = '/settings/developer';

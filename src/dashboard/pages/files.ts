@@ -3,11 +3,11 @@ import type { FileStatus } from '../../db/schema.js';
 import { NotFoundError, ServiceError } from '../../domain/errors.js';
 import { deleteFile, downloadLink, getFile, listFiles, reserveFile, type FileView } from '../../domain/files/files.js';
 import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
-import { statusOf } from '../../http/errorHandler.js';
+import { statusOf } from '../../web/errorStatus.js';
 import { checkCsrf, ctxOf, flash, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 
 const PAGE_SIZE = 25;
 const STATUSES: { value: FileStatus | ''; label: string }[] = [

@@ -11,7 +11,7 @@ import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, flash, list, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { timelineSection } from './timeline.js';
 
 const MEMBERS_PAGE_SIZE = 25;

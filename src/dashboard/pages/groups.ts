@@ -5,7 +5,7 @@ import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
 import { fieldErrors, html, type FieldErrors } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { formInput, groupDetailPages, groupForm, plural, send } from './groupDetail.js';
 
 const GROUPS_PAGE_SIZE = 50;

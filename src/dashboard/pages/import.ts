@@ -13,7 +13,7 @@ import type { SessionView } from '../../domain/sessions/sessions.js';
 import { checkCsrf, ctxOf } from '../context.js';
 import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 
 const megabytes = (bytes: number) => `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB`;
 

@@ -6,8 +6,8 @@ import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
-import { allLabels } from './contacts.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
+import { allLabels } from './contactForm.js';
 
 /** How many contacts the delete confirmation counts before it says "100 or more". */
 const COUNT_UP_TO = 100;

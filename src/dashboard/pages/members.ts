@@ -5,7 +5,7 @@ import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, flash, requireAdmin, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 
 const MEMBERS = '/settings/members';
 

@@ -13,7 +13,7 @@ import {
 } from '../../domain/requests/requestLog.js';
 import { ctxOf, requireAdmin } from '../context.js';
 import { html, type Html } from '../html.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage, LOGS } from './developerTabs.js';
 import { when } from './webhooks.js';
 

@@ -3,7 +3,7 @@ import { listApiKeys } from '../../domain/apiKeys/apiKeys.js';
 import { requestUsage, type StatusClass, type UsageDay } from '../../domain/requests/requestLog.js';
 import { ctxOf, requireAdmin } from '../context.js';
 import { html, type Html } from '../html.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage, USAGE } from './developerTabs.js';
 
 const DAYS = 30;

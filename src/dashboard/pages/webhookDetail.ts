@@ -12,7 +12,7 @@ import {
 import { ctxOf, flash, requireAdmin, takeFlash } from '../context.js';
 import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { WEBHOOKS } from './developerTabs.js';
 import { secretCard, statusText, when } from './webhooks.js';
 

@@ -6,7 +6,7 @@ import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, list, requireAdmin, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf } from '../layout.js';
-import type { DashboardDeps } from '../plugin.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage, WEBHOOKS } from './developerTabs.js';
 
 export const when = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;

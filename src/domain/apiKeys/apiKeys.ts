@@ -5,6 +5,7 @@ import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } fro
 import { newId, nowIso } from '../ids.js';
 import { expandScopes, isScope, SCOPES, type Scope } from '../scopes.js';
 import { generateKey, hashKey, isWellFormedKey } from './format.js';
+import type { AuthenticatedKey } from './authenticatedKey.js';
 import { keysRevoked, type CachedKey, type VerifiedKeyCache } from './keyCache.js';
 
 export const DEFAULT_EXPIRY_DAYS = 90;
@@ -173,13 +174,6 @@ export async function revokeKeysCreatedBy(
   if (orgId !== null) query = query.where('org_id', '=', orgId);
   const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows);
-}
-
-export interface AuthenticatedKey {
-  id: string;
-  orgId: string;
-  scopes: Set<Scope>;
-  lastUsedAt: string | null;
 }
 
 /** The key with this hash, its creator's role and whether they are active: run on every API request. */

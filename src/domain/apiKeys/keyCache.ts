@@ -1,4 +1,4 @@
-import type { AuthenticatedKey } from './apiKeys.js';
+import type { AuthenticatedKey } from './authenticatedKey.js';
 
 /**
  * Verified API keys kept in memory, so that a request with a key seen before costs no database

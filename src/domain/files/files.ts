@@ -2,7 +2,7 @@ import { inTransaction, lockRow } from '../../db/transaction.js';
 import { causeOf, recordEvent } from '../events/record.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, FilesTable, FileStatus } from '../../db/schema.js';
-import type { BlobStore } from '../../infra/blobs/blobStore.js';
+import type { BlobStore } from './blobStore.js';
 import type { Ctx } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';

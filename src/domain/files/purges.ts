@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import type { BlobStore } from '../../infra/blobs/blobStore.js';
+import type { BlobStore } from './blobStore.js';
 import { nowIso } from '../ids.js';
 
 /*

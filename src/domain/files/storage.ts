@@ -1,4 +1,4 @@
-import { BlobStoreUnavailableError } from '../../infra/blobs/blobStore.js';
+import { BlobStoreUnavailableError } from './blobStore.js';
 import { UnavailableError } from '../errors.js';
 
 /** Where the bytes of a file live in the blob store. */

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { BlobSizeError, type BlobStore, type StagedBlob } from '../../infra/blobs/blobStore.js';
+import { BlobSizeError, type BlobStore, type StagedBlob } from './blobStore.js';
 import { BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError } from '../errors.js';
 import { nowIso, randomBase62 } from '../ids.js';
 import { findFile, toFileView, type FileView } from './files.js';

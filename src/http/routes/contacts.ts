@@ -7,10 +7,11 @@ import { parseInstant } from '../../domain/validation.js';
 import { searchWords } from '../../domain/contacts/searchText.js';
 import { ServiceError, ValidationError } from '../../domain/errors.js';
 import { batchContacts, BatchItemFailed, type BatchItem, type BatchMode, type MatchOn } from '../../domain/contacts/batch.js';
-import { fieldErrorsOf, problemOf, statusOf } from '../errorHandler.js';
+import { fieldErrorsOf, problemOf } from '../errorHandler.js';
+import { statusOf } from '../../web/errorStatus.js';
 import { compileBodyValidator } from '../validation.js';
 import { isMetadataKey } from '../../domain/metadata.js';
-import type { ApiDeps } from '../api.js';
+import type { ApiDeps } from '../apiDeps.js';
 import { ctxOf } from '../context.js';
 import { listEnvelopeText, pageRequest, sendJsonText } from '../lists.js';
 import {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { setPageHeaders } from '../pageHeaders.js';
+import { setPageHeaders } from '../../web/pageHeaders.js';
 import { ERROR_CODES } from '../errorCodes.js';
 import { marked } from 'marked';
 import { DOCS_STYLE, renderReference } from '../docsPage.js';

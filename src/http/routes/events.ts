@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { getEvent, listEvents } from '../../domain/events/events.js';
 import { READ_SCOPES } from '../../domain/scopes.js';
-import type { ApiDeps } from '../api.js';
+import type { ApiDeps } from '../apiDeps.js';
 import { ctxOf } from '../context.js';
 import { listEnvelopeText, pageRequest, sendJsonText } from '../lists.js';
 import { Event, EventList, EventListQuery, EventParams } from '../schemas/events.js';

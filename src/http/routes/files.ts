@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FileStatus } from '../../db/schema.js';
 import { deleteFile, downloadLink, getFile, listFiles, reserveFile } from '../../domain/files/files.js';
-import type { ApiDeps } from '../api.js';
+import type { ApiDeps } from '../apiDeps.js';
 import { ctxOf } from '../context.js';
 import { listEnvelope, pageRequest } from '../lists.js';
 import { File, FileCreate, FileDeleted, FileDownload, FileList, FileListQuery, FileParams, FileReservation } from '../schemas/files.js';

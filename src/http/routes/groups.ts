@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createGroup, deleteGroup, getGroup, listGroups, updateGroup } from '../../domain/groups/groups.js';
 import { addMembers, listMembers, removeMember } from '../../domain/groups/members.js';
-import type { ApiDeps } from '../api.js';
+import type { ApiDeps } from '../apiDeps.js';
 import { ctxOf } from '../context.js';
 import { listEnvelope, pageRequest } from '../lists.js';
 import {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createLabel, deleteLabel, getLabel, listLabels, updateLabel } from '../../domain/labels/labels.js';
-import type { ApiDeps } from '../api.js';
+import type { ApiDeps } from '../apiDeps.js';
 import { ctxOf } from '../context.js';
 import { listEnvelope, pageRequest } from '../lists.js';
 import { Label, LabelCreate, LabelDeleted, LabelList, LabelListQuery, LabelParams, LabelUpdate } from '../schemas/labels.js';

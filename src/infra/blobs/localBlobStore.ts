@@ -4,7 +4,7 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { BlobStore, StagedBlob } from './blobStore.js';
+import type { BlobStore, StagedBlob } from '../../domain/files/blobStore.js';
 import { borrow, UploadMeter } from './meter.js';
 
 /**

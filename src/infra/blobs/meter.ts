@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { finished, PassThrough, Transform, type Readable, type TransformCallback } from 'node:stream';
-import { BlobSizeError } from './blobStore.js';
+import { BlobSizeError } from '../../domain/files/blobStore.js';
 
 /**
  * Counts and hashes the bytes of an upload as they pass. Fails the stream with a BlobSizeError at

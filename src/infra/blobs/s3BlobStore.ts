@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { BlobStoreUnavailableError, type BlobStore, type DownloadHeaders, type StagedBlob } from './blobStore.js';
+import { BlobStoreUnavailableError, type BlobStore, type DownloadHeaders, type StagedBlob } from '../../domain/files/blobStore.js';
 import { borrow, UploadMeter } from './meter.js';
 import { DEADLINE_MS, isUnavailable } from './s3Client.js';
 import { withDeadline } from '../deadline.js';

@@ -1,4 +1,5 @@
-import { countersOf, waitSeconds, WINDOW_MS, type SignInAttempt, type SignInThrottle } from './signInThrottle.js';
+import type { SignInAttempt, SignInThrottle } from '../../dashboard/signInThrottle.js';
+import { countersOf, waitSeconds, WINDOW_MS } from './counters.js';
 
 const MAX_KEYS = 100_000;
 

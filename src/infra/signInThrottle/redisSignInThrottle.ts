@@ -11,7 +11,8 @@ import {
   STARTUP_WAIT_MS,
   type RedisClient,
 } from '../redis/connection.js';
-import { countersOf, waitSeconds, WINDOW_MS, type SignInAttempt, type SignInThrottle } from './signInThrottle.js';
+import type { SignInAttempt, SignInThrottle } from '../../dashboard/signInThrottle.js';
+import { countersOf, waitSeconds, WINDOW_MS } from './counters.js';
 
 // One atomic step over the three counters (sorted sets of attempt ids scored by time), so two
 // instances can never both let through the last attempt a limit allows. Time comes from Redis

@@ -1,35 +1,6 @@
-/**
- * The per-key token bucket and the per-organisation daily quota, behind one interface with a
- * local (one process) and a shared (Redis) implementation, chosen from configuration in one place.
- *
- * Written here rather than taken from @fastify/rate-limit: that plugin counts fixed windows per
- * route, while the contract needs a refilling token bucket per API key, a second counter per
- * organisation that refused requests do not touch, and the IETF RateLimit/RateLimit-Policy fields.
- */
-export interface RateLimitSettings {
-  burst: number;
-  perSecond: number;
-  dailyQuota: number;
-}
+import type { RateLimitDecision, RateLimitSettings } from '../../http/rateLimiter.js';
 
-export interface RateLimitDecision {
-  /** null when the request may go on. */
-  refusal: 'rate_limited' | 'quota_exceeded' | null;
-  /** Whole tokens left in the key's bucket after this request. */
-  tokens: number;
-  /** Seconds until the bucket is full again. */
-  secondsToFull: number;
-  /** Seconds until the next token (for `rate_limited`) or until midnight UTC (for the quota). */
-  retryAfterSeconds: number;
-  quota: { limit: number; used: number; remaining: number; resetsAt: number };
-}
-
-export interface RateLimiter {
-  /** Takes one token for the key and, if one was there, counts one request for the organisation. */
-  take(keyId: string, orgId: string, now: Date): Promise<RateLimitDecision>;
-  close(): Promise<void>;
-}
-
+/** The token bucket's and the daily quota's arithmetic, shared by the memory and Redis rate limiters. */
 export function nextMidnightUtc(now: Date): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
 }

@@ -1,42 +1,49 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream } from 'pino';
-import type { Db } from '../db/database.js';
-import type { RateLimiter } from '../infra/rateLimit/rateLimiter.js';
-import type { Config } from '../config.js';
-import { authenticatedApi } from './api.js';
-import { RequestLogWriter } from './requestLog.js';
-import { errorHandler } from './errorHandler.js';
-import { isApiPath, routeTable } from './methodNotAllowed.js';
-import { openApiCollector } from './openapi.js';
-import { newRequestId, quoted, sendProblem } from './problem.js';
-import { clientErrorHandler, MAX_URL_BYTES } from './clientErrors.js';
-import { useStrictJson } from './jsonBody.js';
-import { ValidationError } from '../domain/errors.js';
-import { isEmail } from '../domain/validation.js';
-import { dashboard, notFoundPage } from '../dashboard/plugin.js';
-import { setPageHeaders } from './pageHeaders.js';
-import { docsRoutes } from './routes/docs.js';
-import { transferRoutes } from './routes/transfers.js';
-import type { FileDeps } from '../domain/files/files.js';
-import { SignedLinks } from '../domain/files/links.js';
-import type { BlobStore } from '../infra/blobs/blobStore.js';
-import { openBlobStore } from '../infra/choose.js';
-import { opsRoutes } from './routes/ops.js';
-import { closeConnectionsWhenShuttingDown, ShutdownState } from './shutdown.js';
-import { cutStalledBodies } from './bodyTimeout.js';
-import type { SignInThrottle } from '../infra/signInThrottle/signInThrottle.js';
-import { MemorySignInThrottle } from '../infra/signInThrottle/memorySignInThrottle.js';
-import { guardUrl, redactUrl } from './urlGuard.js';
-import { NoQuery } from './schemas/common.js';
-import { useStrictValidation } from './validation.js';
-import './types.js';
-import { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
-import { sqliteDataVersionGuard } from '../infra/keyCache/sqliteGuard.js';
-import { sqliteConnectionOf } from '../db/database.js';
-import type { DependencyHealth } from '../infra/health.js';
-import { ServiceMetrics } from '../infra/metrics.js';
-import { metricsRoute, observeRequests } from './routes/metrics.js';
+import type { Config } from './config.js';
+import { sqliteConnectionOf, type Db } from './db/database.js';
+import { VerifiedKeyCache } from './domain/apiKeys/keyCache.js';
+import { ValidationError } from './domain/errors.js';
+import type { BlobStore } from './domain/files/blobStore.js';
+import type { FileDeps } from './domain/files/files.js';
+import { SignedLinks } from './domain/files/links.js';
+import { isEmail } from './domain/validation.js';
+import { openBlobStore } from './infra/choose.js';
+import type { DependencyHealth } from './infra/health.js';
+import { sqliteDataVersionGuard } from './infra/keyCache/sqliteGuard.js';
+import { ServiceMetrics } from './infra/metrics.js';
+import { MemorySignInThrottle } from './infra/signInThrottle/memorySignInThrottle.js';
+import { dashboard, notFoundPage } from './dashboard/plugin.js';
+import type { SignInThrottle } from './dashboard/signInThrottle.js';
+import { authenticatedApi } from './http/api.js';
+import { cutStalledBodies } from './http/bodyTimeout.js';
+import { clientErrorHandler, MAX_URL_BYTES } from './http/clientErrors.js';
+import { errorHandler } from './http/errorHandler.js';
+import { useStrictJson } from './http/jsonBody.js';
+import { isApiPath, routeTable } from './http/methodNotAllowed.js';
+import { openApiCollector } from './http/openapi.js';
+import { newRequestId, quoted, sendProblem } from './http/problem.js';
+import type { RateLimiter } from './http/rateLimiter.js';
+import { RequestLogWriter } from './http/requestLog.js';
+import { docsRoutes } from './http/routes/docs.js';
+import { metricsRoute, observeRequests } from './http/routes/metrics.js';
+import { opsRoutes } from './http/routes/ops.js';
+import { transferRoutes } from './http/routes/transfers.js';
+import { NoQuery } from './http/schemas/common.js';
+import { closeConnectionsWhenShuttingDown, ShutdownState } from './http/shutdown.js';
+import './http/types.js';
+import { guardUrl, redactUrl } from './http/urlGuard.js';
+import { useStrictValidation } from './http/validation.js';
+import { setPageHeaders } from './web/pageHeaders.js';
 
+/*
+ * The whole web app, composed from its parts (server.ts only runs it; tests build it per file):
+ * the health checks and metrics (http/routes/ops.ts, metrics.ts), the upload and download links
+ * (http/routes/transfers.ts), the dashboard (dashboard/), the API reference (/docs) and the
+ * authenticated API under /api/v1 (http/api.ts). The dashboard and the API never import each
+ * other: what both need is in web/, and the infrastructure they use is chosen here or by the
+ * server (infra/choose.ts) and handed to them.
+ */
 export interface AppDeps {
   config: Config;
   db: Db;

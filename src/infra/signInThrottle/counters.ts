@@ -4,25 +4,13 @@
  * checked (and forgiven on success), so guesses sent in parallel are limited too. IPv6 clients are
  * grouped by /64, the block one client usually holds.
  *
- * Behind one interface with a local (one process) and a shared (Redis) implementation, chosen from
- * configuration in one place (infra/choose.ts): with several instances, guesses spread over them
- * are counted together, exactly as one instance counts them.
+ * Behind one interface (SignInThrottle, in dashboard/signInThrottle.ts, its only user) with a
+ * local (one process) and a shared (Redis) implementation, chosen from configuration in one place
+ * (infra/choose.ts): with several instances, guesses spread over them are counted together,
+ * exactly as one instance counts them. This file holds the limits both implementations count.
  */
 export const WINDOW_MS = 15 * 60 * 1000;
 export const LIMITS = { pair: 5, account: 20, network: 30 } as const;
-
-export interface SignInAttempt {
-  /** Seconds to wait when a limit is reached (the attempt was not counted); 0 when it may go on. */
-  waitSeconds: number;
-  /** The password was right: forgives this attempt, which then counts against no limit. */
-  succeeded(): Promise<void>;
-}
-
-export interface SignInThrottle {
-  /** Counts an attempt to sign in as `email` from `ip`, unless a limit is already reached. */
-  begin(email: string, ip: string): Promise<SignInAttempt>;
-  close(): Promise<void>;
-}
 
 /** One counter an attempt counts in: which kind, whose (network and/or account), and its limit. */
 export interface Counter {

@@ -41,7 +41,8 @@ export interface DownloadHeaders {
 
 /**
  * Where file bytes live: under DATA_DIR/files (LocalBlobStore) or in an S3-compatible bucket
- * (S3BlobStore). src/infra/choose.ts picks one from configuration.
+ * (S3BlobStore). The files domain owns this interface and its errors; the implementations are in
+ * src/infra/blobs, and src/infra/choose.ts picks one from configuration.
  */
 export interface BlobStore {
   /**

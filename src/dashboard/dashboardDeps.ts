@@ -1,0 +1,21 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { FileDeps } from '../domain/files/files.js';
+import type { UrlPolicy } from '../domain/webhooks/urlGuard.js';
+import type { SignInThrottle } from './signInThrottle.js';
+
+/** What every dashboard page is given (plugin.ts registers the pages with it). */
+export interface DashboardDeps {
+  db: Kysely<Database>;
+  secret: string;
+  files: FileDeps;
+  /** Cookies get `Secure` when the dashboard is served over HTTPS. */
+  secureCookies: boolean;
+  maxImportBytes: number;
+  /** The SSRF guard's rules for webhook endpoint URLs. */
+  webhooks: UrlPolicy;
+  /** Counts sign-in attempts (shared by every instance with Redis). */
+  signInThrottle: SignInThrottle;
+  /** DAILY_QUOTA, for the Usage page. */
+  dailyQuota: number;
+}

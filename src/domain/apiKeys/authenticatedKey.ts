@@ -1,0 +1,13 @@
+import type { Scope } from '../scopes.js';
+
+/**
+ * An API key that passed every check (authenticateKey in apiKeys.ts): what the edge knows of the
+ * caller, and what the key cache keeps. In a file of its own so that apiKeys.ts and keyCache.ts
+ * can both use it without importing each other.
+ */
+export interface AuthenticatedKey {
+  id: string;
+  orgId: string;
+  scopes: Set<Scope>;
+  lastUsedAt: string | null;
+}
