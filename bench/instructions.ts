@@ -61,6 +61,7 @@ import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import SQLite from 'better-sqlite3';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from '../test/helpers/serverProcess.js';
+import { seedContacts } from './seed.js';
 
 const run = promisify(execFile);
 
@@ -187,31 +188,6 @@ async function shares(file: string): Promise<{ gc: number; compile: number }> {
   return { gc, compile };
 }
 
-async function seed(url: string, key: string): Promise<void> {
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const label = (await (await fetch(`${url}/api/v1/contacts/labels`, { method: 'POST', headers, body: '{"name":"VIP"}' })).json()) as {
-    id: string;
-  };
-  for (let i = 0; i < SEED; i += 20) {
-    await Promise.all(
-      Array.from({ length: Math.min(20, SEED - i) }, async (_, j) => {
-        const res = await fetch(`${url}/api/v1/contacts`, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({
-            first_name: `Seed ${i + j}`,
-            last_name: 'Contact',
-            email: `seed-${i + j}@example.com`,
-            phone: '+44 20 7946 0000',
-            label_ids: [label.id],
-          }),
-        });
-        if (res.status !== 201) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
-      }),
-    );
-  }
-}
-
 async function stop(proc: ServerProcess, seconds: number): Promise<void> {
   proc.child.kill('SIGTERM');
   const timer = setTimeout(() => proc.child.kill('SIGKILL'), seconds * 1000);
@@ -234,7 +210,7 @@ async function measure(setup: string, index: number): Promise<ProcessResult> {
   try {
     const { key } = await orgWithKey(env.env);
     const native = await startServerProcess(env, { built: true });
-    await seed(env.url, key);
+    await seedContacts(env.url, key, SEED);
     await stop(native, 30);
 
     // The request log's rows so far (SQLite only: on PostgreSQL the window waits a fixed 3 s).

@@ -22,6 +22,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, orgWithKey, serverEnv, startServerProcess, type ServerProcess } from '../test/helpers/serverProcess.js';
+import { seedContacts } from './seed.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -124,31 +125,7 @@ async function startOrgdata(
   const env = await serverEnv(parts[0] === 'postgres' ? 'postgres' : 'sqlite', { ...redis, ...metrics, ...noLog, LOG_LEVEL: 'error' });
   const { key } = await orgWithKey(env.env);
   const proc = await startServerProcess(env, { built: true });
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const label = (await (await fetch(`${env.url}/api/v1/contacts/labels`, { method: 'POST', headers, body: '{"name":"VIP"}' })).json()) as {
-    id: string;
-  };
-  const ids: string[] = [];
-  for (let i = 0; i < SEED; i += 20) {
-    const batch = await Promise.all(
-      Array.from({ length: Math.min(20, SEED - i) }, async (_, j) => {
-        const res = await fetch(`${env.url}/api/v1/contacts`, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({
-            first_name: `Seed ${i + j}`,
-            last_name: 'Contact',
-            email: `seed-${i + j}@example.com`,
-            phone: '+44 20 7946 0000',
-            label_ids: [label.id],
-          }),
-        });
-        if (res.status !== 201) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
-        return ((await res.json()) as { id: string }).id;
-      }),
-    );
-    ids.push(...batch);
-  }
+  const ids = await seedContacts(env.url, key, SEED);
   // What Prometheus would do: scrape GET /metrics on a schedule, all through the run.
   let scrapes = 0;
   const scraper = metrics.METRICS_TOKEN
