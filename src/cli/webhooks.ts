@@ -9,7 +9,7 @@ import {
   listEndpoints,
   type EndpointView,
 } from '../domain/webhooks/endpoints.js';
-import type { WebhookCtx } from '../domain/webhooks/manager.js';
+import type { WebhookCtx } from '../domain/webhooks/access.js';
 
 /** `orgdata webhooks create|list|delete|enable|disable`: the operator manages an organisation's endpoints. */
 export interface WebhookCommand {

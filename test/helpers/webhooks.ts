@@ -4,7 +4,7 @@ import type { Database } from '../../src/db/schema.js';
 import { recordEvents } from '../../src/domain/events/record.js';
 import type { EventType } from '../../src/domain/events/types.js';
 import { createEndpoint, type EndpointWithSecret } from '../../src/domain/webhooks/endpoints.js';
-import type { WebhookCtx } from '../../src/domain/webhooks/manager.js';
+import type { WebhookCtx } from '../../src/domain/webhooks/access.js';
 import type { UrlPolicy } from '../../src/domain/webhooks/urlGuard.js';
 import { DeliveryWorker, deliveryWorkerFor } from '../../src/infra/webhooks/deliveryWorker.js';
 import { SECRET } from './harness.js';

@@ -1,7 +1,7 @@
 import type { DeliveryStatus } from '../../db/tables/webhooks.js';
 import { NotFoundError } from '../errors.js';
 import { isId, newId, nowIso } from '../ids.js';
-import { requireManager, type WebhookCtx } from './manager.js';
+import { requireManager, type WebhookCtx } from './access.js';
 import { getEndpoint } from './endpoints.js';
 
 /** One attempt to deliver, as the delivery log shows it. */

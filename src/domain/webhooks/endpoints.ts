@@ -5,7 +5,7 @@ import { inTransaction, lockOrg } from '../../db/transaction.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isId, newId, nowIso } from '../ids.js';
 import { parsePattern } from '../events/types.js';
-import { requireManager, type WebhookCtx } from './manager.js';
+import { requireManager, type WebhookCtx } from './access.js';
 import { vetWebhookUrl, type UrlPolicy } from './urlGuard.js';
 
 /** After a roll, the previous secret keeps signing alongside the new one this long. */
