@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import { firstAdminOf } from '../domain/orgs/orgs.js';
 import { eraseContact } from '../domain/contacts/erase.js';
-import { problemBody, PROBLEM_TYPE } from '../http/problem.js';
+import { erasedAnswer } from '../http/erasedAnswer.js';
 import { backup, restore } from './backup.js';
 import { required, type Options } from './operatorError.js';
 import { withDb } from './withDb.js';
@@ -17,15 +17,6 @@ export interface CommandResult {
 export async function eraseCommand(config: Config, values: Options): Promise<CommandResult> {
   const orgId = required(values, 'org');
   const contactId = required(values, 'id');
-  // What a request sent again with its Idempotency-Key gets instead of a stored answer that held
-  // the contact (its request_id is the replay's own, see http/idempotency.ts).
-  const replay = {
-    status: 410,
-    headers: { 'content-type': PROBLEM_TYPE },
-    body: JSON.stringify(
-      problemBody(config.docsUrl, 410, 'contact_erased', `This request's answer held contact ${contactId}, erased since.`, ''),
-    ),
-  };
   const erased = await withDb(config, async (db) => {
     await firstAdminOf(db.kysely, orgId); // not_found for an organisation there is not
     // The operator acts as the system: its contact.deleted names no member.
@@ -38,13 +29,15 @@ export async function eraseCommand(config: Config, values: Options): Promise<Com
         now: new Date(),
       },
       contactId,
-      replay,
+      erasedAnswer(config.docsUrl),
     );
   });
   const what = erased.deleted ? 'deleted' : 'already deleted; erased what was kept of';
   return {
     json: erased,
-    text: `${what} ${contactId}: its data removed from ${erased.events_erased} event(s) and ${erased.replays_erased} stored replay(s)`,
+    text:
+      `${what} ${contactId}: its data removed from ${erased.events_erased} event(s), ${erased.replays_erased} stored replay(s) ` +
+      `and ${erased.webhook_answers_erased} webhook answer(s)${erased.search_index_compacted ? '; the search index merged' : ''}`,
   };
 }
 

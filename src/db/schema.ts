@@ -102,6 +102,7 @@ export interface ContactLabelsTable {
 export interface IdempotencyKeysTable {
   org_id: string;
   key: string;
+  /** SHA-256 of method, route and body (http/idempotency.ts); 'erased' once its answer named an erased contact. */
   fingerprint: string;
   /** 'in_progress' while the first request runs; 'done' once its response is stored. */
   state: string;

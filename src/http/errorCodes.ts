@@ -51,7 +51,7 @@ export const ERROR_CODES = {
   contact_erased: {
     status: 410,
     summary:
-      'The stored answer to this request (sent again with its Idempotency-Key) held a contact that has since been erased by the operator; the request is not run again.',
+      'The stored answer to this request (sent again with its Idempotency-Key) named a contact that the operator has since erased (it returned the contact, or a batch item or a 409 `contact_exists` naming it); the answer is gone and the request is not run again, whatever body comes with the key.',
   },
   upload_url_expired: { status: 410, summary: 'The upload link has expired. Reserve the upload again with a new Idempotency-Key.' },
   download_url_expired: {
