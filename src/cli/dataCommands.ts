@@ -37,7 +37,7 @@ export async function eraseCommand(config: Config, values: Options): Promise<Com
     json: erased,
     text:
       `${what} ${contactId}: its data removed from ${erased.events_erased} event(s), ${erased.replays_erased} stored replay(s) ` +
-      `and ${erased.webhook_answers_erased} webhook answer(s)${erased.search_index_compacted ? '; the search index merged' : ''}`,
+      `and ${erased.webhook_answers_erased} webhook answer(s)${erased.search_index_merged ? '; the search index merged' : ''}`,
   };
 }
 

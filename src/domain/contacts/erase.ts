@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { compactSearchIndex, withSecureSearchDelete } from '../../db/searchIndex.js';
+import { mergeSearchIndex } from '../../db/searchIndex.js';
 import { inTransaction } from '../../db/transaction.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
@@ -19,11 +19,12 @@ export type { StoredAnswer } from './erasedAnswers.js';
  *   becomes `replay` (the caller's 410 `contact_erased`, naming nobody), so the key stays used
  *   and a retry is not run again (which would make the contact anew); a webhook receiver's answer
  *   loses its excerpt;
- * - SQLite's search index: its words are removed from the index's segments (db/searchIndex.ts).
+ * - SQLite's search index: merged afterwards, so that its words leave the index's segments too
+ *   (db/searchIndex.ts).
  * The rows stay, with their ids.
  *
- * One transaction, inside the database alone, then on SQLite a merge of the search index when
- * older words of the contact may linger there. Works on a contact deleted earlier too (its
+ * One transaction, inside the database alone, then on SQLite the merge of the search index, in
+ * short steps of their own. Works on a contact deleted earlier too (its
  * `contact.deleted` event holds its last state, and its e-mail). The events of the organisation
  * are searched for the id (a scan of its events: an operator's command, not a request's path).
  */
@@ -36,8 +37,8 @@ export interface Erasure {
   replays_erased: number;
   /** Webhook receivers' answers (excerpts) that named it, now gone. */
   webhook_answers_erased: number;
-  /** Whether SQLite's search index was merged to drop words it had before (always false on PostgreSQL). */
-  search_index_compacted: boolean;
+  /** Whether the search index was merged to drop its words (SQLite; false on PostgreSQL, whose terms are in the row). */
+  search_index_merged: boolean;
 }
 
 /** The stub an erased contact becomes wherever it was stored. */
@@ -71,19 +72,15 @@ function eraseIn(value: unknown, id: string): { value: unknown; changed: boolean
   return { value: out, changed };
 }
 
-/** What names the contact: its id, and every e-mail address a copy of it in `value` held. */
-function tracesIn(value: unknown, id: string, found: { emails: Set<string>; wordsChanged: boolean }): void {
-  if (Array.isArray(value)) return value.forEach((item) => tracesIn(item, id, found));
+/** Every e-mail address a copy of the contact `id` in `value` held, or an update of it replaced. */
+function emailsIn(value: unknown, id: string, found: Set<string>): void {
+  if (Array.isArray(value)) return value.forEach((item) => emailsIn(item, id, found));
   if (value === null || typeof value !== 'object') return;
   const record = value as Record<string, unknown>;
-  if (record.object === 'contact' && record.id === id && typeof record.email === 'string') found.emails.add(record.email);
-  // An update of the contact: its old e-mail, and whether its words (its search terms) changed.
-  const previous = record.previous_attributes as Record<string, unknown> | undefined;
-  if (previous && (record.object as { id?: unknown } | undefined)?.id === id) {
-    if (typeof previous.email === 'string') found.emails.add(previous.email);
-    if (['first_name', 'last_name', 'email', 'phone'].some((field) => field in previous)) found.wordsChanged = true;
-  }
-  for (const member of Object.values(record)) tracesIn(member, id, found);
+  if (record.object === 'contact' && record.id === id && typeof record.email === 'string') found.add(record.email);
+  const previous = record.previous_attributes as { email?: unknown } | undefined;
+  if (typeof previous?.email === 'string' && (record.object as { id?: unknown } | undefined)?.id === id) found.add(previous.email);
+  for (const member of Object.values(record)) emailsIn(member, id, found);
 }
 
 /** The events of the organisation whose data mentions `id` (a scan of its events, as text: `_` is no wildcard). */
@@ -95,7 +92,7 @@ function mentioningEvents(db: Kysely<Database>, orgId: string, id: string) {
 
 export async function eraseContact(ctx: Ctx, contactId: string, replay: StoredAnswer): Promise<Erasure> {
   requireScope(ctx.actor, 'contacts:write');
-  const { erasure, compact } = await inTransaction(ctx.db, async (trx) => {
+  const erasure = await inTransaction(ctx.db, async (trx) => {
     const row = await trx
       .selectFrom('contacts')
       .select('email')
@@ -103,13 +100,12 @@ export async function eraseContact(ctx: Ctx, contactId: string, replay: StoredAn
       .where('id', '=', contactId)
       .executeTakeFirst();
     // The deletion records `contact.deleted` (webhooks hear of it), erased with the rest below.
-    if (row) await withSecureSearchDelete(trx, () => deleteContact({ ...ctx, db: trx }, contactId));
-    // A contact deleted earlier left its words in the search index behind a delete marker.
-    const found = { emails: new Set(row ? [row.email] : []), wordsChanged: !row };
+    if (row) await deleteContact({ ...ctx, db: trx }, contactId);
+    const emails = new Set(row ? [row.email] : []);
     let events = 0;
     for (const event of (await mentioningEvents(trx, ctx.orgId, contactId)).rows) {
       const data = JSON.parse(event.data) as unknown;
-      tracesIn(data, contactId, found);
+      emailsIn(data, contactId, emails);
       const erased = eraseIn(data, contactId);
       if (!erased.changed) continue;
       await trx
@@ -120,22 +116,20 @@ export async function eraseContact(ctx: Ctx, contactId: string, replay: StoredAn
         .execute();
       events++;
     }
-    const traces = { id: contactId, emails: [...found.emails] };
+    const traces = { id: contactId, emails: [...emails] };
     const replays = await eraseStoredAnswers(trx, ctx.orgId, traces, replay);
     const webhookAnswers = await eraseWebhookAnswers(trx, ctx.orgId, traces);
     return {
-      compact: found.wordsChanged,
-      erasure: {
-        contact_id: contactId,
-        deleted: Boolean(row),
-        events_erased: events,
-        replays_erased: replays,
-        webhook_answers_erased: webhookAnswers,
-      },
+      contact_id: contactId,
+      deleted: Boolean(row),
+      events_erased: events,
+      replays_erased: replays,
+      webhook_answers_erased: webhookAnswers,
     };
   });
-  // After the commit, in a transaction of its own: words the contact had before an update, or
-  // that a deletion before this one left, are only dropped by a merge of the index.
-  const compacted = compact && (await compactSearchIndex(ctx.db));
-  return { ...erasure, search_index_compacted: compacted };
+  // After the commit, in steps of their own: the words the contact has and had (before an update;
+  // before a deletion earlier than this erasure) are in the index's segments behind delete
+  // markers, which only a merge applies. Every erasure merges (a rewrite of the index, in short
+  // steps: an erasure is rare). Were it to fail, erasing again merges again.
+  return { ...erasure, search_index_merged: await mergeSearchIndex(ctx.db) };
 }
