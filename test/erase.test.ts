@@ -129,11 +129,15 @@ describe.each(DIALECTS)('erasing a contact on %s', (dialect) => {
     for (let i = 0; i < 30; i++) await create(`Neighbour${i}`, `neighbour${i}@example.com`);
     const kept = await create('Ykeepname', 'fts.k1@example.com');
     const plain = await create('Qvplainname', 'fts.p1@example.com');
-    // Renamed before the erasure: its old words are behind a delete marker already.
     const renamed = await create('Xvoldname', 'fts.r1@example.com');
+    const deleted = await create('Wvgonename', 'fts.g1@example.com');
+    // As a long-lived index is: its words in one big segment, which FTS5's automatic merges of
+    // the small new segments do not reach (here, with a small index, they are turned off).
+    await sql`insert into contacts_fts(contacts_fts) values ('optimize')`.execute(h.db.kysely);
+    await sql`insert into contacts_fts(contacts_fts, rank) values ('automerge', 0)`.execute(h.db.kysely);
+    // Renamed before the erasure: its old words are behind a delete marker already.
     await h.call(key, 'PATCH', `/api/v1/contacts/${renamed}`, { last_name: 'Zvnewname' });
     // Deleted through the API before the erasure: all its words are behind a marker.
-    const deleted = await create('Wvgonename', 'fts.g1@example.com');
     await h.call(key, 'DELETE', `/api/v1/contacts/${deleted}`);
     const before = await segments();
     for (const term of ['qvplainname', 'xvoldname', 'zvnewname', 'wvgonename']) expect(before, term).toContain(term);
