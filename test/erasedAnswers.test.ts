@@ -113,7 +113,7 @@ describe.each(DIALECTS)('stored answers naming an erased contact, through the CL
   });
 });
 
-describe.each(DIALECTS)('a webhook answer naming an erased contact on %s', (dialect) => {
+describe.each(DIALECTS)('answers naming an erased contact, in the database, on %s', (dialect) => {
   let h: Harness;
   let receiver: Receiver;
   let worker: DeliveryWorker | null = null;
@@ -125,6 +125,52 @@ describe.each(DIALECTS)('a webhook answer naming an erased contact on %s', (dial
     await worker?.stop();
     await receiver.close();
     await h.close();
+  });
+
+  it('an answer naming only its e-mail, in another case, is erased; a longer address or another organisation is not', async () => {
+    const org = await h.newOrg();
+    const stranger = await h.newOrg();
+    const key = await org.key(['contacts:write']);
+    const id = (await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'Mail', email: 'mail.only@example.com' })).json().id as string;
+    const at = new Date();
+    const row = (orgId: string, idempotencyKey: string, text: string) => ({
+      org_id: orgId,
+      key: idempotencyKey,
+      fingerprint: 'f'.repeat(64),
+      state: 'done',
+      locked_until: at.toISOString(),
+      response_status: 409,
+      response_headers: '{}',
+      response_body: JSON.stringify({ code: 'contact_exists', detail: text, existing_id: null }),
+      created_at: at.toISOString(),
+      expires_at: new Date(at.getTime() + 3_600_000).toISOString(),
+    });
+    await h.db.kysely
+      .insertInto('idempotency_keys')
+      .values([
+        // A conflict met in a race names no holder: only the e-mail, as the request spelt it.
+        row(org.orgId, 'only-mail', 'A contact with the email MAIL.Only@Example.com already exists.'),
+        row(org.orgId, 'longer', 'A contact with the email xmail.only@example.com.au already exists.'),
+        row(stranger.orgId, 'elsewhere', 'A contact with the email mail.only@example.com already exists.'),
+      ])
+      .execute();
+    const result = await eraseContact(
+      { db: h.db.kysely, orgId: org.orgId, actor: { kind: 'system' }, requestId: 'test', now: new Date() },
+      id,
+      erasedAnswer(h.config.docsUrl),
+    );
+    expect(result.replays_erased).toBe(1);
+    const rows = await h.db.kysely
+      .selectFrom('idempotency_keys')
+      .select(['key', 'fingerprint', 'response_status'])
+      .orderBy('key')
+      .execute();
+    const byKey = Object.fromEntries(rows.map((r) => [r.key, [r.fingerprint, r.response_status]]));
+    expect(byKey).toMatchObject({
+      'only-mail': ['erased', 410],
+      longer: ['f'.repeat(64), 409],
+      elsewhere: ['f'.repeat(64), 409],
+    });
   });
 
   it('loses its excerpt; other answers keep theirs', async () => {
