@@ -23,14 +23,16 @@ fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-# 1. Compile with the dev dependencies (`npm ci` compiles too, through `prepare`).
+# 1. Compile with the dev dependencies: `npm ci` does, through `prepare`; else `npm run build`.
 if [ ! -x node_modules/.bin/tsc ]; then
   echo "== build-runtime: npm ci (dev dependencies, to compile)"
+  rm -rf dist
   npm ci --no-audit --no-fund
+else
+  echo "== build-runtime: compile src/ → dist/"
+  rm -rf dist
+  npm run -s build
 fi
-echo "== build-runtime: compile src/ → dist/"
-rm -rf dist
-npm run -s build
 
 # 2. What the server reads at run time: its package.json (the version), dist/, and the client's
 # README (served under /docs). The client workspace's package.json comes along because the lock

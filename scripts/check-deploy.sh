@@ -45,15 +45,17 @@ echo "production node_modules: ${size_mb} MB (du -sm), without any of: $forbidde
 port="$(node -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")"
 base="http://127.0.0.1:$port"
 export DATA_DIR="$work/data" PORT="$port" LOG_LEVEL=warn NODE_OPTIONS=--max-semi-space-size=8
-(cd "$runtime" && exec node dist/cli.js serve) >"$work/server.log" 2>&1 &
+cd "$runtime"
+node dist/cli.js serve >"$work/server.log" 2>&1 &
 server_pid=$!
+cd "$root"
 for i in $(seq 1 150); do
   curl -fsS "$base/readyz" >/dev/null 2>&1 && break
   kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log"; fail "the production install did not start"; }
   [ "$i" -lt 150 ] || { cat "$work/server.log"; fail "the production install did not answer /readyz within 30 s"; }
   sleep 0.2
 done
-[ "$(ps -o comm= -p "$server_pid")" = node ] || fail "the server's pid $server_pid is not node itself"
+[ "$(cat "/proc/$server_pid/comm")" = node ] || fail "the server's pid $server_pid is not node itself"
 echo "started: node dist/cli.js serve (pid $server_pid) answers $(curl -fsS "$base/readyz")"
 
 cli() { (cd "$runtime" && node dist/cli.js "$@"); }
