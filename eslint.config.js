@@ -18,7 +18,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['eslint.config.js', '.dependency-cruiser.cjs'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', '.dependency-cruiser.cjs', 'scripts/compile.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

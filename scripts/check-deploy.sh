@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# CI (.ci/run): the ways to deploy orgdata, checked where no container can run.
+#   1. A production install made by scripts/build-runtime.sh (the Dockerfile's steps) from the
+#      tracked files in a clean folder: no dev tool in its node_modules, its size printed; then
+#      started as in production (node itself, no npm), called, and stopped with SIGTERM.
+#   2. deploy/compose.yaml, its variables filled in, against the Compose Specification's schema
+#      (dclint, a dev dependency).
+#   3. deploy/kubernetes rendered by `kubectl kustomize`, with the kinds it must hold.
+#   4. deploy/orgdata.service by `systemd-analyze verify`.
+# Needs the dev install of this checkout (npm ci), whose TypeScript compiles the copy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+started=$(date +%s)
+work="$(mktemp -d "${TMPDIR:-/tmp}/orgdata-deploy-XXXXXX")"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "check-deploy: $*" >&2
+  exit 1
+}
+
+echo "== deploy 1/4: production install (scripts/build-runtime.sh) from the tracked files"
+mkdir -p "$work/src"
+# The tracked files as they are in the work tree (uncommitted changes included, untracked files not).
+git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$work/src"
+# This checkout's dev dependencies compile the copy (CI has just installed them with `npm ci`).
+ln -s "$root/node_modules" "$work/src/node_modules"
+"$work/src/scripts/build-runtime.sh" "$work/runtime"
+runtime="$work/runtime"
+
+forbidden="vitest typescript tsx eslint prettier @stoplight/prism-cli @stoplight/spectral-cli @redocly/cli s3rver playwright-core dclint dependency-cruiser"
+for name in $forbidden; do
+  found="$(find "$runtime/node_modules" -path "*/node_modules/$name/package.json" -print -quit)"
+  [ -z "$found" ] || fail "the production install holds the dev tool $name (${found#"$runtime/"})"
+done
+size_mb="$(du -sm "$runtime/node_modules" | cut -f1)"
+echo "production node_modules: ${size_mb} MB (du -sm), without any of: $forbidden"
+[ "$size_mb" -le 150 ] || fail "the production node_modules is ${size_mb} MB, over the 150 MB goal"
+
+port="$(node -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")"
+base="http://127.0.0.1:$port"
+export DATA_DIR="$work/data" PORT="$port" LOG_LEVEL=warn NODE_OPTIONS=--max-semi-space-size=8
+cd "$runtime"
+node dist/cli.js serve >"$work/server.log" 2>&1 &
+server_pid=$!
+cd "$root"
+for i in $(seq 1 150); do
+  curl -fsS "$base/readyz" >/dev/null 2>&1 && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log"; fail "the production install did not start"; }
+  [ "$i" -lt 150 ] || { cat "$work/server.log"; fail "the production install did not answer /readyz within 30 s"; }
+  sleep 0.2
+done
+[ "$(cat "/proc/$server_pid/comm")" = node ] || fail "the server's pid $server_pid is not node itself"
+echo "started: node dist/cli.js serve (pid $server_pid) answers $(curl -fsS "$base/readyz")"
+
+cli() { (cd "$runtime" && node dist/cli.js "$@"); }
+org="$(cli org create --name "Deploy check" --admin-email ops@example.com --admin-password 'a long passphrase' --json | node -p 'JSON.parse(fs.readFileSync(0, "utf8")).org.id')"
+key="$(cli keys create --org "$org" --admin-email ops@example.com --name check --scopes contacts:write --json | node -p 'JSON.parse(fs.readFileSync(0, "utf8")).key')"
+created="$(curl -fsS "$base/api/v1/contacts" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+  -H 'Idempotency-Key: deploy-check-1' -d '{"first_name":"Grace","email":"grace@example.com"}')"
+listed="$(curl -fsS "$base/api/v1/contacts" -H "Authorization: Bearer $key")"
+node -e '
+  const [created, listed] = process.argv.slice(1).map((s) => JSON.parse(s));
+  if (created.object !== "contact" || listed.data.length !== 1 || listed.data[0].id !== created.id) {
+    console.error("unexpected answers", created, listed);
+    process.exit(1);
+  }' "$created" "$listed"
+curl -fsS "$base/docs" -o /dev/null || fail "GET /docs failed"
+echo "called: org $org, a key, POST and GET /api/v1/contacts, /docs"
+
+kill -TERM "$server_pid"
+status=0
+wait "$server_pid" || status=$?
+server_pid=""
+[ "$status" -eq 0 ] || { cat "$work/server.log"; fail "after SIGTERM the server exited with $status, not 0"; }
+echo "stopped: SIGTERM, exit code 0"
+unset DATA_DIR PORT LOG_LEVEL NODE_OPTIONS
+
+echo "== deploy 2/4: deploy/compose.yaml against the Compose Specification (dclint)"
+# Compose's own interpolation, with the values an operator puts in deploy/.env.
+DOMAIN=orgdata.example.com CADDY_TLS=ops@example.com SECRET_KEY=check-secret-key-of-at-least-32-characters \
+  POSTGRES_PASSWORD=check-postgres-password MINIO_ROOT_PASSWORD=check-minio-password \
+  node -e '
+    const fs = require("node:fs");
+    const text = fs.readFileSync("deploy/compose.yaml", "utf8").replace(/\$\$|\$\{([A-Z0-9_]+)(?::?([-?])([^}]*))?\}/g, (all, name, op, arg) => {
+      if (all === "$$") return "$";
+      const value = process.env[name];
+      if (value !== undefined && value !== "") return value;
+      if (op === "-") return arg;
+      throw new Error(`compose.yaml needs ${name}: ${arg ?? "unset"}`);
+    });
+    fs.writeFileSync(process.argv[1], text);' "$work/compose.yaml"
+cp deploy/Caddyfile "$work/Caddyfile"
+npx --no-install dclint "$work/compose.yaml"
+echo "compose.yaml: valid"
+
+echo "== deploy 3/4: deploy/kubernetes (kubectl kustomize)"
+if command -v kubectl >/dev/null; then
+  kubectl kustomize deploy/kubernetes >"$work/kubernetes.yaml"
+  for kind in Namespace ConfigMap Service Deployment PodDisruptionBudget Ingress; do
+    grep -qx "kind: $kind" "$work/kubernetes.yaml" || fail "kubectl kustomize deploy/kubernetes renders no $kind"
+  done
+  grep -q 'orgdata migrate\|dist/cli.js", "migrate\|- migrate$' "$work/kubernetes.yaml" || fail "no migration step in deploy/kubernetes"
+  echo "deploy/kubernetes: renders $(grep -c '^kind:' "$work/kubernetes.yaml") objects ($(kubectl version --client 2>/dev/null | head -n 1))"
+else
+  echo "SKIPPED: kubectl is not installed here (Debian has it as kubernetes-client; .ci/run installs it)"
+fi
+
+echo "== deploy 4/4: deploy/orgdata.service (systemd-analyze verify)"
+if command -v systemd-analyze >/dev/null; then
+  # Other units' complaints (it loads the ones named in After=) are theirs; ours fail the check.
+  systemd-analyze verify deploy/orgdata.service 2>&1 | tee "$work/verify.log" || fail "systemd-analyze verify deploy/orgdata.service failed"
+  ! grep -q 'orgdata.service' "$work/verify.log" || fail "systemd-analyze verify has something to say about deploy/orgdata.service (above)"
+  echo "deploy/orgdata.service: verified"
+else
+  echo "SKIPPED: systemd-analyze is not installed here (Debian's systemd package; .ci/run installs it)"
+fi
+
+echo "check-deploy: done in $(($(date +%s) - started)) s"
