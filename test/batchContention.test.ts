@@ -1,6 +1,9 @@
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
+import { insertContacts } from '../src/domain/contacts/contacts.js';
+import { errorHandler } from '../src/http/errorHandler.js';
+import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 /**
  * Issue 28, item 1: overlapping batches at once. Six batches a round, sent together, about an
@@ -116,5 +119,83 @@ describe.each(DIALECTS)('overlapping batches at once on %s', (dialect) => {
       expect(Number(byEmail.rows[0]!.n), `round ${round}: contacts by email`).toBe(EXISTING + NEW);
     }
     expect(failures, failures.join('\n')).toEqual([]);
+  });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('a batch PostgreSQL rolls back to break a deadlock', () => {
+  let h: Harness;
+  let org: Org;
+  let key: string;
+  beforeAll(async () => {
+    h = await makeHarness('postgres');
+    org = await h.newOrg();
+    key = await org.key(['contacts:read', 'contacts:write']);
+  });
+  afterAll(() => h.close());
+
+  // The test's own transaction locks the contact the batch updates, then inserts the contact the
+  // batch is creating: each waits for the other. Its deadlock_timeout is longer than the server's
+  // (1 s), so the batch's check runs first and PostgreSQL rolls the batch back (40P01).
+  it.each([
+    ['without', false],
+    ['with', true],
+  ])('is run again and answers 200, %s an Idempotency-Key', async (_, keyed) => {
+    const tag = keyed ? 'keyed' : 'plain';
+    const existing = (
+      await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'Existing', email: `e-${tag}@deadlock.example` })
+    ).json() as { id: string; email: string };
+    const fresh = `n-${tag}@deadlock.example`;
+    const { batch } = await h.db.kysely.transaction().execute(async (trx) => {
+      await sql`set local deadlock_timeout = '10s'`.execute(trx);
+      const { pid } = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!;
+      await sql`select id from contacts where id = ${existing.id} for update`.execute(trx);
+      const batch = h.call(
+        key,
+        'POST',
+        '/api/v1/contacts/batch',
+        {
+          mode: 'upsert',
+          match_on: 'email',
+          contacts: [
+            { first_name: 'New', email: fresh },
+            { first_name: 'Changed', email: existing.email },
+          ],
+        },
+        keyed ? { 'idempotency-key': `deadlock-${Date.now()}` } : {},
+      );
+      // Once the batch (its new contact inserted) waits for the lock held here…
+      for (let waited = 0; ; waited += 20) {
+        const blocked = await sql<{
+          n: number;
+        }>`select count(*)::int as n from pg_stat_activity where ${pid} = any(pg_blocking_pids(pid))`.execute(h.db.kysely);
+        if (blocked.rows[0]!.n > 0) break;
+        if (waited > 10_000) throw new Error('the batch never waited for the lock');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // …insert the contact it is creating: this waits for the batch, until PostgreSQL rolls it back.
+      await insertContacts(trx, { ...org.adminCtx(), db: trx }, [{ first_name: 'Raw', email: fresh }], 'api');
+      return { batch };
+    });
+    const res = await batch;
+    expect(res.statusCode, res.body).toBe(200);
+    // Run again after this transaction committed: the contact it made is the new one's match.
+    const data = res.json().data as Item[];
+    expect(data.map((item) => item.status)).toEqual([200, 200]);
+    const made = await h.db.kysely.selectFrom('contacts').select(['id', 'first_name']).where('email_lower', '=', fresh).execute();
+    expect(made).toEqual([{ id: data[0]!.contact!.id, first_name: 'New' }]);
+  });
+});
+
+describe('a deadlock or serialization failure left to the edge', () => {
+  it.each(['40P01', '40001'])('answers %s with a 503 problem document and Retry-After', async (code) => {
+    const app = Fastify();
+    app.setErrorHandler(errorHandler('http://orgdata.test/docs/api/errors'));
+    app.get('/', () => Promise.reject(Object.assign(new Error('deadlock detected'), { code })));
+    const res = await app.inject({ method: 'GET', url: '/' });
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.headers['content-type']).toContain('application/problem+json');
+    expect(res.json()).toMatchObject({ status: 503, code: 'service_unavailable' });
+    await app.close();
   });
 });
