@@ -145,24 +145,21 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('a batch PostgreSQL rolls back t
       await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'Existing', email: `e-${tag}@deadlock.example` })
     ).json() as { id: string; email: string };
     const fresh = `n-${tag}@deadlock.example`;
+    const body = {
+      mode: 'upsert',
+      match_on: 'email',
+      contacts: [
+        { first_name: 'New', email: fresh },
+        { first_name: 'Changed', email: existing.email },
+      ],
+    };
+    const headers: Record<string, string> = keyed ? { 'idempotency-key': `deadlock-${Date.now()}` } : {};
+    const send = () => h.call(key, 'POST', '/api/v1/contacts/batch', body, headers);
     const { batch } = await h.db.kysely.transaction().execute(async (trx) => {
       await sql`set local deadlock_timeout = '10s'`.execute(trx);
       const { pid } = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!;
       await sql`select id from contacts where id = ${existing.id} for update`.execute(trx);
-      const batch = h.call(
-        key,
-        'POST',
-        '/api/v1/contacts/batch',
-        {
-          mode: 'upsert',
-          match_on: 'email',
-          contacts: [
-            { first_name: 'New', email: fresh },
-            { first_name: 'Changed', email: existing.email },
-          ],
-        },
-        keyed ? { 'idempotency-key': `deadlock-${Date.now()}` } : {},
-      );
+      const batch = send();
       // Once the batch (its new contact inserted) waits for the lock held here…
       for (let waited = 0; ; waited += 20) {
         const blocked = await sql<{
@@ -183,6 +180,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('a batch PostgreSQL rolls back t
     expect(data.map((item) => item.status)).toEqual([200, 200]);
     const made = await h.db.kysely.selectFrom('contacts').select(['id', 'first_name']).where('email_lower', '=', fresh).execute();
     expect(made).toEqual([{ id: data[0]!.contact!.id, first_name: 'New' }]);
+    if (keyed) {
+      // The response stored with the key is the committed run's.
+      const replay = await send();
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json().data).toEqual(res.json().data);
+    }
   });
 });
 
