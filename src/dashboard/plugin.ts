@@ -3,7 +3,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError, ValidationError } from '../domain/errors.js';
 import { statusOf } from '../web/errorStatus.js';
-import { isConnectionLost, isStatementTimeout } from '../db/errors.js';
+import { isConnectionLost, isContention, isStatementTimeout } from '../db/errors.js';
 import { setPageHeaders } from '../web/pageHeaders.js';
 import { CSS, JS } from './assets.js';
 import { checkCsrf, requireSession, text } from './context.js';
@@ -48,6 +48,12 @@ function errorPage(error: FastifyError | Error, request: FastifyRequest, reply: 
         : status === 408
           ? 'The upload stopped arriving before it was complete, so nothing was imported. Try again.'
           : 'The request could not be read.';
+  } else if (isContention(error)) {
+    // Rolled back for another request's sake more times than a write retries it: nothing changed.
+    status = 503;
+    message = 'Someone else was changing the same records at the same moment; nothing was changed. Try again.';
+    reply.header('retry-after', '1');
+    request.log.warn({ err: error }, 'transaction contention');
   } else if (isConnectionLost(error) || isStatementTimeout(error)) {
     // As the API answers 503 for them: the database is unreachable or overloaded, nothing changed.
     status = 503;

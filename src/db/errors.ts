@@ -32,6 +32,40 @@ export function isStatementTimeout(error: unknown): boolean {
   return code === '57014' || (typeof code === 'string' && code.startsWith('SQLITE_BUSY'));
 }
 
+/**
+ * PostgreSQL gave up on a transaction for another's sake: a deadlock (40P01; it rolled back one of
+ * the two waiting for each other) or a serialization failure (40001). Nothing of it was committed,
+ * and run again it will most likely pass: see inRetriedTransaction. (SQLite, one writer at a time,
+ * raises neither.)
+ */
+export function isContention(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return code === '40P01' || code === '40001';
+}
+
+/**
+ * A write that found what it had planned overtaken by other requests' commits more than once (a
+ * contact it was to create made meanwhile, then gone again): a serialization failure of our own,
+ * handled as PostgreSQL's (the transaction is run again).
+ */
+export class SerializationFailure extends Error {
+  readonly code = '40001';
+}
+
+/**
+ * Contention met by work that only talks to the database, inside a transaction it joined rather
+ * than opened (a keyed request's): the transaction's owner may run it again whole (see
+ * inRetriedTransaction). Carries the code of the contention (isContention holds for it).
+ */
+export class RetryableContention extends Error {
+  readonly code: string;
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.code = String((cause as { code?: unknown }).code);
+  }
+}
+
 // SQLSTATE classes 08 (connection exception) and 57P (operator intervention: terminated by
 // pg_terminate_backend, server shutting down or starting), and too many connections.
 const LOST_SQLSTATE = /^(08...|57P0[1-5]|53300)$/;

@@ -92,7 +92,7 @@ export const ERROR_CODES = {
   service_unavailable: {
     status: 503,
     summary:
-      'The database did not answer in time (nothing was changed) or cannot be reached, Redis is unreachable while signing in to the dashboard, or the server is shutting down. Retry after `Retry-After` seconds; a POST retried with the same Idempotency-Key is applied at most once.',
+      'The database did not answer in time or kept giving a write up for concurrent ones (a deadlock retried a few times; nothing was changed), or cannot be reached, Redis is unreachable while signing in to the dashboard, or the server is shutting down. Retry after `Retry-After` seconds; a POST retried with the same Idempotency-Key is applied at most once.',
   },
   storage_unavailable: {
     status: 503,

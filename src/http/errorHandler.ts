@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_IDLE_TIMEOUT } from './bodyTimeout.js';
 import { RateLimitedError, ServiceError, UnauthorizedError, UnavailableError, ValidationError, type FieldError } from '../domain/errors.js';
-import { isConnectionLost, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/errors.js';
+import { isConnectionLost, isContention, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/errors.js';
 import { MAX_FIELD_ERRORS, problemBody, quoted, sendProblem, type ProblemBody } from './problem.js';
 import { statusOf } from '../web/errorStatus.js';
 
@@ -139,6 +139,15 @@ export function errorHandler(docsUrl: string) {
     if (isStatementTimeout(error)) {
       // The database is overloaded or a row is locked for long: the transaction rolled back.
       return unavailable('statement timeout', '1', 'The database did not answer in time; nothing was changed. Retry shortly.');
+    }
+    if (isContention(error)) {
+      // Rolled back by PostgreSQL for another request's sake (a deadlock, a serialization failure)
+      // more times than a write retries it (inRetriedTransaction), or on a path that does not.
+      return unavailable(
+        'transaction contention',
+        '1',
+        'Other requests were changing the same records at the same moment; nothing was changed. Retry shortly.',
+      );
     }
     if (isConnectionLost(error)) {
       // PostgreSQL is unreachable or dropped the connection mid-request: a transaction that had

@@ -3,6 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod 
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { adoptConnection } from '../db/database.js';
+import { RetryableContention } from '../db/errors.js';
+import { retriedOnContention } from '../db/transaction.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../domain/errors.js';
 import { claim, complete, release, type Claim } from '../infra/idempotency/store.js';
 
@@ -121,21 +123,26 @@ export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMe
     const claimed = request.idempotency;
     if (!claimed) return handler.call(this, request, reply);
     try {
-      const body = await db.transaction().execute(async (trx) => {
-        adoptConnection(trx, db);
-        request.trx = trx;
-        const result: unknown = await handler.call(this, request, reply);
-        if (result === reply || reply.sent) throw new Error(`${request.routeOptions.url}: a keyed POST handler must return its result`);
-        reply.type('application/json; charset=utf-8');
-        const payload = reply.serialize(result) as string;
-        if (!(await complete(trx, claimed, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload }))) {
-          throw new ConflictError(
-            'idempotency_conflict',
-            'This request took so long that its Idempotency-Key was taken over by a retry; nothing was written by it.',
-          );
-        }
-        return payload;
-      });
+      // Run again whole when the domain says its work met contention and may be (RetryableContention:
+      // it only writes to the database): a rolled-back attempt left nothing, its headers included.
+      const attempt = () =>
+        db.transaction().execute(async (trx) => {
+          adoptConnection(trx, db);
+          request.trx = trx;
+          reply.removeHeader('location');
+          const result: unknown = await handler.call(this, request, reply);
+          if (result === reply || reply.sent) throw new Error(`${request.routeOptions.url}: a keyed POST handler must return its result`);
+          reply.type('application/json; charset=utf-8');
+          const payload = reply.serialize(result) as string;
+          if (!(await complete(trx, claimed, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload }))) {
+            throw new ConflictError(
+              'idempotency_conflict',
+              'This request took so long that its Idempotency-Key was taken over by a retry; nothing was written by it.',
+            );
+          }
+          return payload;
+        });
+      const body = await retriedOnContention(attempt, (error) => error instanceof RetryableContention);
       // Stored with the write: nothing left for onSend to do.
       request.idempotency = undefined;
       return body;

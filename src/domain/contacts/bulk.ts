@@ -1,7 +1,7 @@
 import { PostgresAdapter, sql, type Kysely, type SqlBool } from 'kysely';
 import { insertRows } from '../../db/insertRows.js';
 import type { Database } from '../../db/schema.js';
-import { inTransaction } from '../../db/transaction.js';
+import { inRetriedTransaction } from '../../db/transaction.js';
 import type { Ctx } from '../context.js';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { previousAttributes, recordEvents } from '../events/record.js';
@@ -111,7 +111,7 @@ const chunks = (ids: string[]): string[][] =>
 export async function bulkAddLabel(ctx: Ctx, target: BulkTarget, labelId: string): Promise<BulkResult> {
   requireScope(ctx.actor, 'contacts:write');
   const at = nowIso(ctx.now);
-  return inTransaction(ctx.db, async (trx) => {
+  return inRetriedTransaction(ctx.db, async (trx) => {
     const inTrx = { ...ctx, db: trx };
     const label = await trx.selectFrom('labels').select('id').where('org_id', '=', ctx.orgId).where('id', '=', labelId).executeTakeFirst();
     if (!label) throw new NotFoundError(`No label ${labelId}.`);
@@ -150,7 +150,7 @@ export async function bulkAddLabel(ctx: Ctx, target: BulkTarget, labelId: string
 export async function bulkAddToGroup(ctx: Ctx, target: BulkTarget, groupId: string): Promise<BulkResult> {
   requireScope(ctx.actor, 'groups:write');
   const at = nowIso(ctx.now);
-  return inTransaction(ctx.db, async (trx) => {
+  return inRetriedTransaction(ctx.db, async (trx) => {
     const inTrx = { ...ctx, db: trx };
     await requireGroup(trx, ctx.orgId, groupId);
     const ids = await targetIds(inTrx, target);
@@ -171,7 +171,7 @@ export async function bulkDelete(ctx: Ctx, target: BulkTarget): Promise<BulkResu
   if (ctx.actor.kind === 'user' && ctx.actor.role !== 'admin') {
     throw new ForbiddenError('Only admins of this organisation can delete contacts in bulk.');
   }
-  return inTransaction(ctx.db, async (trx) => {
+  return inRetriedTransaction(ctx.db, async (trx) => {
     const ids = await targetIds({ ...ctx, db: trx }, target);
     const deleted: ContactView[] = [];
     for (const part of chunks(ids)) {

@@ -1,5 +1,5 @@
-import { insertRows } from '../../db/insertRows.js';
-import { inTransaction, lockRow } from '../../db/transaction.js';
+import { insertRows, insertRowsSkippingTaken } from '../../db/insertRows.js';
+import { inRetriedTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent, recordEvents } from '../events/record.js';
 import type { Kysely } from 'kysely';
 import { conflictAfter, conflictOf } from './conflicts.js';
@@ -110,6 +110,30 @@ export async function insertContacts(
   inputs: ContactInput[],
   sourceType: SourceType,
 ): Promise<ContactView[]> {
+  return (await writeContacts(trx, ctx, inputs, sourceType, false)) as ContactView[];
+}
+
+/**
+ * Writes new contacts as insertContacts does, but skips each whose email or external id another
+ * contact holds (a batch's plan overtaken by another request's commit) rather than fail: its
+ * place in the answer is null, and it has no labels, metadata or event.
+ */
+export function insertNewContacts(
+  trx: Kysely<Database>,
+  ctx: Ctx,
+  inputs: ContactInput[],
+  sourceType: SourceType,
+): Promise<(ContactView | null)[]> {
+  return writeContacts(trx, ctx, inputs, sourceType, true);
+}
+
+async function writeContacts(
+  trx: Kysely<Database>,
+  ctx: Ctx,
+  inputs: ContactInput[],
+  sourceType: SourceType,
+  skipTaken: boolean,
+): Promise<(ContactView | null)[]> {
   requireScope(ctx.actor, 'contacts:write');
   inputs = inputs.map(withNormalEmail);
   inputs.forEach(checkFields);
@@ -141,8 +165,12 @@ export async function insertContacts(
     created_at: at,
     updated_at: at,
   }));
-  const links = rows.flatMap((row, i) =>
-    [...new Set(inputs[i]!.label_ids ?? [])].map((label_id) => ({
+  const made = skipTaken ? await insertRowsSkippingTaken(trx, 'contacts', CONTACT_INSERT_COLUMNS, rows) : null;
+  if (!made) await insertRows(trx, 'contacts', CONTACT_INSERT_COLUMNS, rows);
+  const kept = made ? rows.filter((row) => made.has(row.id)) : rows;
+  const labelIds = new Map(rows.map((row, i) => [row.id, inputs[i]!.label_ids ?? []]));
+  const links = kept.flatMap((row) =>
+    [...new Set(labelIds.get(row.id))].map((label_id) => ({
       org_id: ctx.orgId,
       contact_id: row.id,
       label_id,
@@ -150,19 +178,19 @@ export async function insertContacts(
       contact_created_at: row.created_at,
     })),
   );
-  await insertRows(trx, 'contacts', CONTACT_INSERT_COLUMNS, rows);
   await insertRows(trx, 'contact_labels', LINK_COLUMNS, links);
-  const pairs = rows.flatMap((row) => (row.metadata === '{}' ? [] : metadataRows(ctx.orgId, row, JSON.parse(row.metadata) as Metadata)));
+  const pairs = kept.flatMap((row) => (row.metadata === '{}' ? [] : metadataRows(ctx.orgId, row, JSON.parse(row.metadata) as Metadata)));
   await insertRows(trx, 'contact_metadata', PAIR_COLUMNS, pairs);
   // New contacts without labels (the usual single create) need no read to be shown.
-  const views = links.length > 0 ? await toContactViews(trx, ctx.orgId, rows) : rows.map((row) => toContactView(row, []));
+  const views = links.length > 0 ? await toContactViews(trx, ctx.orgId, kept) : kept.map((row) => toContactView(row, []));
   await recordEvents(
     trx,
     ctx,
     'contact.created',
     views.map((object) => ({ object })),
   );
-  return views;
+  const byId = new Map(views.map((view) => [view.id, view]));
+  return rows.map((row) => byId.get(row.id) ?? null);
 }
 
 export async function createContact(ctx: Ctx, given: ContactInput, sourceType: SourceType): Promise<ContactView> {
@@ -176,7 +204,7 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
     if (conflict) throw conflict;
   }
   try {
-    const [created] = await inTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
+    const [created] = await inRetriedTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
     return created!;
   } catch (error) {
     throw await conflictAfter(error, ctx.db.isTransaction ? null : ctx.db, ctx.orgId, input);
@@ -189,7 +217,7 @@ export async function updateContact(ctx: Ctx, id: string, given: ContactPatch): 
   checkFields(patch);
   if (Object.values(patch).every((value) => value === undefined)) return getContact(ctx, id); // nothing to change
   try {
-    return await inTransaction(ctx.db, async (trx) => {
+    return await inRetriedTransaction(ctx.db, async (trx) => {
       // In a caller's transaction (a keyed request) a unique violation would abort it on
       // PostgreSQL, leaving no way to name the holder: look first. The unique indexes still decide races.
       if (ctx.db.isTransaction) {
@@ -244,7 +272,7 @@ export async function updated(trx: Kysely<Database>, ctx: Ctx, before: ContactVi
 /** Deletes a contact; foreign keys remove its label links and group memberships with it. */
 export async function deleteContact(ctx: Ctx, id: string): Promise<{ object: 'contact'; id: string; deleted: true }> {
   requireScope(ctx.actor, 'contacts:write');
-  return inTransaction(ctx.db, async (trx) => {
+  return inRetriedTransaction(ctx.db, async (trx) => {
     if (!(await lockRow(trx, 'contacts', ctx.orgId, id))) throw new NotFoundError(`No contact ${id}.`);
     // The event carries the last state; leaving its groups is part of the deletion, no event of its own.
     const last = await getContact({ ...ctx, db: trx }, id);

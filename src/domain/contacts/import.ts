@@ -1,4 +1,4 @@
-import { inTransaction } from '../../db/transaction.js';
+import { inRetriedTransaction } from '../../db/transaction.js';
 import { parse } from 'csv-parse/sync';
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -252,7 +252,7 @@ export async function importContacts(ctx: Ctx, csvText: string, options: { parti
   const { columns, rows } = parseCsv(csvText);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await inTransaction(ctx.db, async (trx) => {
+      return await inRetriedTransaction(ctx.db, async (trx) => {
         const checked = await checkRows(trx, ctx.orgId, rows, columns.length);
         const refused = checked.some((c) => c.result.status === 'refused');
         // All or nothing: report what each row would have become, and write nothing.

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { inTransaction, lockRow } from '../../db/transaction.js';
+import { inRetriedTransaction, lockRow } from '../../db/transaction.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { NotFoundError } from '../errors.js';
@@ -28,7 +28,7 @@ async function changeLink(
 ): Promise<ContactView> {
   requireScope(ctx.actor, 'contacts:write');
   const at = nowIso(ctx.now);
-  return inTransaction(ctx.db, async (trx) => {
+  return inRetriedTransaction(ctx.db, async (trx) => {
     const inTrx = { ...ctx, db: trx };
     if (!(await lockRow(trx, 'contacts', ctx.orgId, contactId))) throw new NotFoundError(`No contact ${contactId}.`);
     await requireLabel(trx, ctx.orgId, labelId);

@@ -41,8 +41,8 @@ export function codesFor(route: Documented, status: number): ErrorCode[] {
 /**
  * Statuses any operation can answer whatever its own logic: a request Node's parser refuses (400),
  * one that stalls (408), an over-long URL (414) or headers (431), a failure of ours (500), and a
- * database that did not answer within its statement timeout or cannot be reached (503, with
- * Retry-After).
+ * database that did not answer within its statement timeout, kept rolling a write back for
+ * concurrent ones' sake, or cannot be reached (503, with Retry-After).
  */
 export const EDGE_STATUSES = [400, 408, 414, 431, 500, 503];
 

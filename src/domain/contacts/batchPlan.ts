@@ -1,0 +1,100 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { Ctx } from '../context.js';
+import { ValidationError, type ServiceError } from '../errors.js';
+import { duplicateEmail, duplicateExternalId } from './conflicts.js';
+import type { ContactInput } from './contacts.js';
+
+export type BatchMode = 'create' | 'upsert';
+export type MatchOn = 'email' | 'external_id';
+
+export interface BatchOptions {
+  mode: BatchMode;
+  matchOn: MatchOn;
+  atomic: boolean;
+}
+
+/** What each item of a batch will do: an item is `[index, input]`, an update's also the contact's id. */
+export interface BatchPlan {
+  creates: [number, ContactInput][];
+  updates: [number, ContactInput, string][];
+  failed: Map<number, ServiceError>;
+}
+
+/** The contacts of the organisation whose `column` is one of `values`: value → id, 500 values a query. */
+async function idsBy(
+  trx: Kysely<Database>,
+  orgId: string,
+  column: 'email_lower' | 'external_id',
+  values: string[],
+): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  for (let i = 0; i < values.length; i += 500) {
+    const rows = await trx
+      .selectFrom('contacts')
+      .select(['id', `${column} as value`])
+      .where('org_id', '=', orgId)
+      .where(column, 'in', values.slice(i, i + 500))
+      .execute();
+    for (const row of rows) found.set(row.value!, row.id);
+  }
+  return found;
+}
+
+/** Who holds each email (lower-cased) and external id of the batch now: two queries for the whole batch. */
+async function holders(trx: Kysely<Database>, orgId: string, inputs: ContactInput[]) {
+  const emails = [...new Set(inputs.map((input) => input.email.toLowerCase()))];
+  const externalIds = [...new Set(inputs.flatMap((input) => (input.external_id == null ? [] : [input.external_id])))];
+  return { byEmail: await idsBy(trx, orgId, 'email_lower', emails), byExternalId: await idsBy(trx, orgId, 'external_id', externalIds) };
+}
+
+/** The labels of the organisation among those the batch names. */
+async function knownLabels(trx: Kysely<Database>, orgId: string, inputs: ContactInput[]): Promise<Set<string>> {
+  const ids = [...new Set(inputs.flatMap((input) => input.label_ids ?? []))];
+  const known = new Set<string>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await trx
+      .selectFrom('labels')
+      .select('id')
+      .where('org_id', '=', orgId)
+      .where('id', 'in', ids.slice(i, i + 500))
+      .execute();
+    for (const row of rows) known.add(row.id);
+  }
+  return known;
+}
+
+/**
+ * What each item will do, decided from one look at the batch's emails, external ids and labels:
+ * create, update the contact it matches, or fail (a conflict with another contact, an unknown
+ * label). Another request may commit meanwhile (a contact to create made by it): the writes
+ * skip such items, and they are planned again.
+ */
+export async function planBatch(
+  trx: Kysely<Database>,
+  ctx: Ctx,
+  ready: Map<number, ContactInput>,
+  options: BatchOptions,
+): Promise<BatchPlan> {
+  const inputs = [...ready.values()];
+  const { byEmail, byExternalId } = await holders(trx, ctx.orgId, inputs);
+  const labels = await knownLabels(trx, ctx.orgId, inputs);
+  const plan: BatchPlan = { creates: [], updates: [], failed: new Map() };
+  for (const [index, input] of ready) {
+    const unknown = (input.label_ids ?? []).flatMap((id, i) =>
+      labels.has(id) ? [] : [{ field: `label_ids[${i}]`, message: `no label ${id} in this organisation` }],
+    );
+    if (unknown.length > 0) {
+      plan.failed.set(index, new ValidationError(unknown));
+      continue;
+    }
+    const emailHolder = byEmail.get(input.email.toLowerCase()) ?? null;
+    const externalHolder = input.external_id == null ? null : (byExternalId.get(input.external_id) ?? null);
+    const match = options.mode === 'upsert' ? (options.matchOn === 'email' ? emailHolder : externalHolder) : null;
+    if (emailHolder !== null && emailHolder !== match) plan.failed.set(index, duplicateEmail(input.email, emailHolder));
+    else if (externalHolder !== null && externalHolder !== match) plan.failed.set(index, duplicateExternalId(externalHolder));
+    else if (match !== null) plan.updates.push([index, input, match]);
+    else plan.creates.push([index, input]);
+  }
+  return plan;
+}

@@ -1,0 +1,150 @@
+import { sql, type Kysely } from 'kysely';
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
+import type { Database } from '../../db/schema.js';
+import type { Ctx } from '../context.js';
+import { ServiceError } from '../errors.js';
+import { conflictAfter } from './conflicts.js';
+import { insertNewContacts, patchInTransaction, type ContactInput } from './contacts.js';
+import { patchContacts } from './patch.js';
+import type { ContactView } from './view.js';
+
+// The writes of a batch (see batch.ts), once planned: its new contacts inserted together, its
+// matched contacts patched together, each answer put in its item's place.
+
+export type BatchOutcome = { index: number; status: 200 | 201; contact: ContactView } | { index: number; error: ServiceError };
+
+/** An atomic batch's first failure: nothing was written. */
+export class BatchItemFailed extends Error {
+  constructor(
+    readonly index: number,
+    readonly error: ServiceError,
+  ) {
+    super(`contacts[${index}]: ${error.message}`);
+  }
+}
+
+/** A batch's answers being gathered, one per item; an atomic batch stops at its first failure. */
+export class BatchAnswers {
+  readonly outcomes: BatchOutcome[];
+
+  constructor(
+    count: number,
+    private readonly atomic: boolean,
+  ) {
+    this.outcomes = new Array<BatchOutcome>(count);
+  }
+
+  written(index: number, status: 200 | 201, contact: ContactView): void {
+    this.outcomes[index] = { index, status, contact };
+  }
+
+  /** These items failed: answered in item order, an atomic batch failing on the first (by position). */
+  fail(failed: Map<number, ServiceError>): void {
+    for (const index of [...failed.keys()].sort((a, b) => a - b)) {
+      if (this.atomic) throw new BatchItemFailed(index, failed.get(index)!);
+      this.outcomes[index] = { index, error: failed.get(index)! };
+    }
+  }
+}
+
+/** Runs `write` in a savepoint: if it throws, what it did is undone and the transaction is usable again. */
+async function undoneOnError<T>(trx: Kysely<Database>, write: () => Promise<T>): Promise<{ value: T } | { error: unknown }> {
+  await sql`savepoint batch_write`.execute(trx);
+  try {
+    const value = await write();
+    await sql`release savepoint batch_write`.execute(trx);
+    return { value };
+  } catch (error) {
+    await sql`rollback to savepoint batch_write`.execute(trx);
+    await sql`release savepoint batch_write`.execute(trx);
+    return { error };
+  }
+}
+
+const byEmail = ([, a]: [number, ContactInput], [, b]: [number, ContactInput]) => {
+  const [x, y] = [a.email.toLowerCase(), b.email.toLowerCase()];
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+/**
+ * Inserts the batch's new contacts in one statement, answering 201 for each made; returns the
+ * items another request's contact got to first (their email or external id now taken), for the
+ * caller to plan again: an upsert's match is then an update.
+ *
+ * In email order: two batches sharing new contacts insert them in the same order, so neither holds
+ * a row the other waits for while waiting for one the other holds (PostgreSQL makes the second
+ * insert of a key wait for the first one's transaction: in opposite orders, a deadlock). By email
+ * rather than by match key: every item has one, so batches matching on email and on external_id
+ * agree on the order too.
+ */
+export async function createAll(
+  trx: Kysely<Database>,
+  ctx: Ctx,
+  creates: [number, ContactInput][],
+  answers: BatchAnswers,
+): Promise<[number, ContactInput][]> {
+  const sorted = [...creates].sort(byEmail);
+  const taken: [number, ContactInput][] = [];
+  const made = await undoneOnError(trx, () =>
+    insertNewContacts(
+      trx,
+      ctx,
+      sorted.map(([, input]) => input),
+      'api',
+    ),
+  );
+  if ('value' in made) {
+    sorted.forEach(([index, input], i) => (made.value[i] ? answers.written(index, 201, made.value[i]) : taken.push([index, input])));
+    return taken;
+  }
+  if (!(made.error instanceof ServiceError) && !isForeignKeyViolation(made.error)) throw made.error;
+  // A label named was deleted since the plan: each item on its own, to tell which.
+  const failed = new Map<number, ServiceError>();
+  for (const [index, input] of sorted) {
+    const one = await undoneOnError(trx, () => insertNewContacts(trx, ctx, [input], 'api'));
+    if (!('value' in one)) {
+      if (!(one.error instanceof ServiceError)) throw one.error;
+      failed.set(index, one.error);
+    } else if (one.value[0]) answers.written(index, 201, one.value[0]);
+    else taken.push([index, input]);
+  }
+  answers.fail(failed);
+  return taken;
+}
+
+/**
+ * Patches the matched contacts together (patchContacts locks them in id order), answering 200
+ * for each. If that meets a unique violation (an email or external id taken meanwhile), each one
+ * again on its own, in the same id order, to tell which.
+ */
+export async function updateAll(trx: Kysely<Database>, ctx: Ctx, updates: [number, ContactInput, string][], answers: BatchAnswers) {
+  const patched = await undoneOnError(trx, () =>
+    patchContacts(
+      trx,
+      ctx,
+      updates.map(([, input, id]) => ({ id, patch: input })),
+    ),
+  );
+  const failed = new Map<number, ServiceError>();
+  if ('value' in patched) {
+    updates.forEach(([index], i) => {
+      const result = patched.value[i]!;
+      if ('error' in result) failed.set(index, result.error);
+      else answers.written(index, 200, result.contact);
+    });
+    return answers.fail(failed);
+  }
+  if (!isUniqueViolation(patched.error)) throw patched.error;
+  for (const [index, input, id] of [...updates].sort(([, , a], [, , b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const one = await undoneOnError(trx, () => patchInTransaction(trx, ctx, id, input));
+    if ('value' in one) {
+      answers.written(index, 200, one.value.contact);
+      continue;
+    }
+    // After the rollback the transaction is usable again: a conflict is named with its holder.
+    const mapped = await conflictAfter(one.error, trx, ctx.orgId, input, id);
+    if (!(mapped instanceof ServiceError)) throw mapped;
+    failed.set(index, mapped);
+  }
+  answers.fail(failed);
+}
