@@ -599,7 +599,7 @@ export interface components {
             notes?: string | null;
             external_id?: string | null;
             /**
-             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all; `__proto__` is refused as a key.
              * @example {
              *       "crm_tier": "gold",
              *       "old_key": null
@@ -653,7 +653,7 @@ export interface components {
             notes?: string | null;
             external_id?: string | null;
             /**
-             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all; `__proto__` is refused as a key.
              * @example {
              *       "crm_tier": "gold",
              *       "old_key": null
@@ -926,7 +926,7 @@ export interface components {
             name: string;
             description?: string | null;
             /**
-             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all; `__proto__` is refused as a key.
              * @example {
              *       "crm_tier": "gold",
              *       "old_key": null
@@ -1004,7 +1004,7 @@ export interface components {
             name?: string;
             description?: string | null;
             /**
-             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all; `__proto__` is refused as a key.
              * @example {
              *       "crm_tier": "gold",
              *       "old_key": null
