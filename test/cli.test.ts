@@ -56,6 +56,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '016_event_actors',
       '017_request_log',
       '018_event_system_actor',
+      '019_contact_email_nfc',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -119,6 +119,64 @@ describe.each(DIALECTS)('internationalised contact emails on %s', (dialect) => {
     expect((await h.call(key, 'GET', `/api/v1/contacts/${contact.id}`)).json().email).toBe('Patched@exämple.net');
   });
 
+  it('treats composed and decomposed accents (NFC, NFD) as one address everywhere an email enters', async () => {
+    const nfc = 'ü-x@x.test';
+    const nfd = 'u\u0308-x@x.test';
+    expect(nfd).not.toBe(nfc);
+    const first = await create(nfc);
+    expect(first.statusCode, first.body).toBe(201);
+    const again = await create(nfd);
+    expect(again.statusCode, again.body).toBe(409);
+    expect(again.json()).toMatchObject({ code: 'contact_exists', existing_id: first.json().id });
+    // Stored and returned in NFC, whichever spelling made it.
+    const decomposed = await create('zoe\u0308-y@x.test');
+    expect(decomposed.statusCode, decomposed.body).toBe(201);
+    expect(decomposed.json().email).toBe('zo\u00eb-y@x.test');
+    for (const form of [nfc, nfd, 'U\u0308-X@X.TEST']) expect(await byEmail(form), form).toEqual([first.json().id]);
+    // A cursor issued for one spelling works with the other.
+    const page = (await h.call(key, 'GET', `/api/v1/contacts?limit=1&email=${encodeURIComponent(nfc)}`)).json();
+    expect(page.next_cursor).toBeNull();
+
+    // PATCH to the other spelling of a taken address is a conflict; to its own, no change.
+    const clash = await h.call(key, 'PATCH', `/api/v1/contacts/${decomposed.json().id}`, { email: nfd });
+    expect(clash.statusCode).toBe(409);
+    expect(clash.json()).toMatchObject({ code: 'contact_exists', existing_id: first.json().id });
+    const same = await h.call(key, 'PATCH', `/api/v1/contacts/${first.json().id}`, { email: nfd });
+    expect(same.statusCode, same.body).toBe(200);
+    expect(same.json()).toMatchObject({ email: nfc, updated_at: first.json().updated_at });
+
+    // A batch: upsert matching on email finds it in the other spelling; create is 409; two items
+    // in the two spellings are one contact.
+    const batch = (body: object) => h.call(key, 'POST', '/api/v1/contacts/batch', body);
+    const upsert = await batch({ mode: 'upsert', match_on: 'email', contacts: [{ first_name: 'I', email: nfd, notes: 'synced' }] });
+    expect(upsert.statusCode, upsert.body).toBe(200);
+    expect(upsert.json().data[0]).toMatchObject({ status: 200, contact: { id: first.json().id, email: nfc, notes: 'synced' } });
+    const created = await batch({ mode: 'create', contacts: [{ first_name: 'I', email: nfd }] });
+    expect(created.json().data[0]).toMatchObject({ status: 409, error: { code: 'contact_exists', existing_id: first.json().id } });
+    const twice = await batch({
+      mode: 'create',
+      contacts: [
+        { first_name: 'I', email: 'ä-z@x.test' },
+        { first_name: 'I', email: 'a\u0308-z@x.test' },
+      ],
+    });
+    expect(twice.json().data.map((d: { status: number }) => d.status)).toEqual([201, 422]);
+    expect(twice.json().data[1].error).toMatchObject({ code: 'duplicate_in_batch', duplicate_of: 0 });
+
+    // The CSV import and the dashboard's form.
+    const csv = `first_name,email\nTaken,${nfd}\nNew,o\u0308-w@x.test\nTwice,\u00f6-w@x.test\n`;
+    const result = await importContacts(org.adminCtx(), csv, { partial: true });
+    expect(result.rows.map((r) => [r.status, r.email, r.reasons])).toEqual([
+      ['refused', nfc, ['email: a contact with this email already exists in this organisation']],
+      ['created', '\u00f6-w@x.test', []],
+      ['refused', '\u00f6-w@x.test', ['email: the same email as row 3 of this file']],
+    ]);
+    const user = await signedIn(h, org.adminEmail);
+    const form = await user.post('/contacts', { first_name: 'Form', email: nfd });
+    expect(form.statusCode).toBe(400);
+    expect(form.body).toContain('already exists');
+  });
+
   it('normalises emails from the dashboard form and the CSV import too', async () => {
     const o = await h.newOrg();
     const oKey = await o.key(['contacts:write']);

@@ -17,9 +17,27 @@ export type MetadataInput = Record<string, string | null> | null;
 export const METADATA_KEY_PATTERN = '^[^\\[\\]\\u0000-\\u001f\\u007f-\\u009f]+$';
 const KEY = new RegExp(METADATA_KEY_PATTERN, 'u');
 
+/**
+ * `__proto__` is refused as a key: stored, it would come back in every read, event and webhook,
+ * and many JSON parsers (Fastify's by default) refuse a document holding it, so an integrator's
+ * receiver could not read them. `constructor` and `prototype` are ordinary keys.
+ */
+export const RESERVED_METADATA_KEY = '__proto__';
+
+/**
+ * What a client is told for each rule, the same from the domain and from the API's schema
+ * validation (see http/schemas/common.ts), so a rule is named the same way whichever finds it.
+ */
+export const METADATA_MESSAGES = {
+  keys: `must have at most ${METADATA_LIMITS.keys} keys`,
+  key: `keys are 1 to ${METADATA_LIMITS.key} characters without [, ] or control characters`,
+  value: `must be a string of at most ${METADATA_LIMITS.value} characters, or null (or "") to remove the key; numbers, booleans, objects and arrays are not values`,
+  reserved: 'is reserved and cannot be a key',
+} as const;
+
 export function isMetadataKey(key: string): boolean {
   const length = charLength(key);
-  return length >= 1 && length <= METADATA_LIMITS.key && KEY.test(key) && isCleanText(key);
+  return length >= 1 && length <= METADATA_LIMITS.key && KEY.test(key) && isCleanText(key) && key !== RESERVED_METADATA_KEY;
 }
 
 export function metadataValueError(value: string): string | null {
@@ -33,15 +51,16 @@ export function metadataFieldErrors(field: string, given: MetadataInput | undefi
   if (given === undefined || given === null) return;
   const entries = Object.entries(given);
   if (entries.length > METADATA_LIMITS.keys) {
-    errors.push({ field, message: `at most ${METADATA_LIMITS.keys} keys` });
+    errors.push({ field, message: METADATA_MESSAGES.keys });
     return;
   }
   for (const [key, value] of entries) {
+    if (key === RESERVED_METADATA_KEY) {
+      errors.push({ field: `${field}.${key}`, message: METADATA_MESSAGES.reserved });
+      return;
+    }
     if (!isMetadataKey(key)) {
-      errors.push({
-        field,
-        message: `keys are 1 to ${METADATA_LIMITS.key} characters without [, ] or control characters`,
-      });
+      errors.push({ field, message: METADATA_MESSAGES.key });
       return;
     }
     const problem = value === null ? null : metadataValueError(value);

@@ -84,11 +84,14 @@ export function isEmail(value: string): boolean {
 }
 
 /**
- * The form an email is stored, compared and returned in: the local part exactly as given (mail
- * systems may treat its case as significant), `@`, and the domain in canonical form. A value that
- * is not an email comes back unchanged, for the validation to refuse.
+ * The form an email is stored, compared and returned in: the local part as given (mail systems
+ * may treat its case as significant) in Unicode NFC, `@`, and the domain in canonical form. NFC
+ * because `ü` may be typed as one code point or as `u` and a combining diaeresis: the same address
+ * to a person and to mail systems (RFC 6532 asks for NFC), two strings to a unique index. A value
+ * that is not an email comes back in NFC, otherwise unchanged, for the validation to refuse.
  */
-export function normaliseEmail(value: string): string {
+export function normaliseEmail(given: string): string {
+  const value = given.normalize('NFC');
   const at = value.lastIndexOf('@');
   if (at <= 0) return value;
   const domain = canonicalDomain(value.slice(at + 1));

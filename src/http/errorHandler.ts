@@ -2,58 +2,12 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_IDLE_TIMEOUT } from './bodyTimeout.js';
 import { RateLimitedError, ServiceError, UnauthorizedError, UnavailableError, ValidationError, type FieldError } from '../domain/errors.js';
 import { isConnectionLost, isContention, isEncodingError, isForeignKeyViolation, isStatementTimeout } from '../db/errors.js';
-import { MAX_FIELD_ERRORS, problemBody, quoted, sendProblem, type ProblemBody } from './problem.js';
+import { problemBody, sendProblem, type ProblemBody } from './problem.js';
+import { fieldErrorsOf, type AjvError } from './fieldErrors.js';
 import { statusOf } from '../web/errorStatus.js';
-
-export interface AjvError {
-  instancePath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
-
-/** `/label_ids/0` → `label_ids[0]`, and the offending property for required/additional errors. */
-function fieldOf(error: AjvError, part: string | undefined): string {
-  let field = error.instancePath
-    .split('/')
-    .slice(1)
-    .map((segment) => (/^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`))
-    .join('')
-    .replace(/^\./, '');
-  const property = error.params.missingProperty ?? error.params.additionalProperty;
-  // An unknown field's name is the client's own text: quoted, never echoed whole.
-  if (typeof property === 'string') field = field ? `${field}.${quoted(property)}` : quoted(property);
-  return field || (part === 'body' ? 'body' : part === 'querystring' ? 'query' : (part ?? 'request'));
-}
-
-function messageOf(error: AjvError): string {
-  switch (error.keyword) {
-    case 'additionalProperties':
-      return 'is not a known field';
-    case 'required':
-      return 'is required';
-    case 'type':
-      return `must be ${String(error.params.type).replace(',', ' or ')}`;
-    case 'anyOf':
-      return 'must be a string or null';
-    default:
-      return error.message ?? 'is not valid';
-  }
-}
 
 function validationDetails(error: FastifyError): FieldError[] {
   return fieldErrorsOf((error.validation ?? []) as unknown as AjvError[], error.validationContext);
-}
-
-/** Ajv's errors as the fields a problem lists: one per field and message, the first 100. */
-export function fieldErrorsOf(list: AjvError[], part: string | undefined): FieldError[] {
-  // anyOf reports one error per branch plus a summary; keep the summary for nullable fields.
-  const anyOfPaths = new Set(list.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
-  const errors = list
-    .filter((e) => e.keyword === 'anyOf' || !anyOfPaths.has(e.instancePath))
-    .map((e) => ({ field: fieldOf(e, part), message: messageOf(e) }));
-  const seen = new Set<string>();
-  return errors.filter((e) => !seen.has(e.field + e.message) && seen.add(e.field + e.message)).slice(0, MAX_FIELD_ERRORS);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ValidationError } from '../domain/errors.js';
+import { METADATA_MESSAGES } from '../domain/metadata.js';
 import { quoted } from './problem.js';
 
 // fatal: a byte sequence that is not UTF-8 (a stray 0xff, an overlong or truncated sequence, an
@@ -55,13 +56,47 @@ export function duplicateKey(text: string): string | null {
   return null;
 }
 
+// Metadata's reserved key is refused in the same words wherever it is in a body.
+const RESERVED_KEY_MESSAGE = METADATA_MESSAGES.reserved;
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/**
+ * Where a parsed body holds a key used for prototype pollution, as a field (`metadata.__proto__`),
+ * or null: `__proto__`, or `constructor` holding an object with `prototype` (what Fastify's
+ * parser refused as "not JSON"). JSON.parse makes them own properties, harmless until code merges
+ * them into another object: they are refused here, named, before anything reads the body.
+ * Walked with a stack, not recursion: a body may nest deeper than the call stack.
+ */
+export function pollutingKey(body: Json): string | null {
+  const stack: [Json, string][] = [[body, '']];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (Array.isArray(value)) {
+      value.forEach((item, i) => stack.push([item, `${path}[${i}]`]));
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      const field = path ? `${path}.${quoted(key)}` : quoted(key);
+      const inner = value[key]!;
+      if (key === '__proto__') return field;
+      if (key === 'constructor' && inner !== null && typeof inner === 'object' && Object.hasOwn(inner, 'prototype'))
+        return `${field}.prototype`;
+      stack.push([inner, field]);
+    }
+  }
+  return null;
+}
+
 /**
  * JSON is the only body the API reads: strict UTF-8, no duplicate keys, no `__proto__` or
- * `constructor.prototype` keys (Fastify's parser refuses them). An empty body is "no body".
+ * `constructor.prototype` keys (refused by name, see pollutingKey). An empty body is "no body".
  */
 export function useStrictJson(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  const parseJson = app.getDefaultJsonParser('error', 'error');
+  // 'ignore': Fastify's parser would refuse `__proto__` as "not valid JSON"; pollutingKey names it.
+  const parseJson = app.getDefaultJsonParser('ignore', 'ignore');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
     if (bytes.length === 0) return done(null, undefined);
@@ -78,6 +113,11 @@ export function useStrictJson(app: FastifyInstance): void {
         const message = 'appears more than once in the same object';
         const name = quoted(duplicate);
         return done(new ValidationError([{ field: name, message }], `The body is ambiguous: "${name}" ${message}.`));
+      }
+      const polluting = pollutingKey(value as Json);
+      if (polluting !== null) {
+        const message = RESERVED_KEY_MESSAGE;
+        return done(new ValidationError([{ field: polluting, message }], `The request is not valid: ${polluting} ${message}.`));
       }
       done(null, value);
     });

@@ -2,10 +2,13 @@ import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { isEmail } from '../domain/validation.js';
+import { MESSAGE } from './schemas/common.js';
 
 function makeAjv(options: Options): Ajv {
   // strictNumbers: NaN and ±Infinity (JSON's 1e309, a query's `Infinity`) are not numbers here.
-  const ajv = new Ajv({ allErrors: true, removeAdditional: false, strict: true, strictNumbers: true, ...options });
+  // verbose: each error carries the schema that failed, for a message naming its rule (fieldErrors.ts).
+  const ajv = new Ajv({ allErrors: true, removeAdditional: false, strict: true, strictNumbers: true, verbose: true, ...options });
+  ajv.addKeyword({ keyword: MESSAGE, schemaType: 'string' });
   addFormats.default(ajv, ['date-time', 'uri']);
   // The same email rule as the domain, so the schema and the domain can never disagree. Contact
   // emails are `idn-email` (RFC 6531 local parts, IDN domains); `email` stays for any other schema.

@@ -201,4 +201,7 @@ export async function insertEvent(
 /** An address as stored before 015 (which converts it), or in canonical form from then on. */
 export const legacy = (f: Fixture, stored: string, canonical: string) => (f.has('015_contact_email_domains') ? canonical : stored);
 
+/** An address whose accents are decomposed (NFD) as stored before 019 (which composes them), in NFC from then on. */
+export const decomposed = (f: Fixture, nfd: string) => (f.has('019_contact_email_nfc') ? nfd.normalize('NFC') : nfd);
+
 export const contactObject = (c: SeedContact) => ({ object: 'contact', id: c.id, email: c.storedEmail, first_name: c.first_name });

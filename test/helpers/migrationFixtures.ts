@@ -2,7 +2,17 @@ import { createHash } from 'node:crypto';
 import { secretFingerprint } from '../../src/db/secretFingerprint.js';
 import { generateKey, hashKey } from '../../src/domain/apiKeys/format.js';
 import { newId } from '../../src/domain/ids.js';
-import { contactObject, insertContact, insertEvent, insertFile, insertLabel, legacy, linkLabel, type Fixture } from './fixtureRows.js';
+import {
+  contactObject,
+  decomposed,
+  insertContact,
+  insertEvent,
+  insertFile,
+  insertLabel,
+  legacy,
+  linkLabel,
+  type Fixture,
+} from './fixtureRows.js';
 import { SECRET } from './harness.js';
 
 export { newFixture } from './fixtureRows.js';
@@ -73,6 +83,13 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
       storedEmail: legacy(f, 'Zoe@Example.COM', 'Zoe@example.com'),
       email: 'Zoe@example.com',
       phone: '+44 20 7946 0958',
+    });
+    // Stored before emails were put in NFC: the local part's ü as u and a combining diaeresis.
+    await insertContact(f, {
+      first_name: 'Jürgen',
+      last_name: 'Müller',
+      storedEmail: decomposed(f, 'ju\u0308rgen@example.de'),
+      email: 'j\u00fcrgen@example.de',
     });
     // The same address in another organisation: each keeps its own.
     await insertContact(f, {
@@ -302,4 +319,6 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
   },
   // An index only (events_system): no data of its own.
   async '018_event_system_actor'() {},
+  // Emails in NFC: its decomposed address is in 001's contacts (Jürgen), composed from 019 on.
+  async '019_contact_email_nfc'() {},
 };

@@ -192,5 +192,6 @@ export function emailForms(email: string): string[] {
   const local = email.slice(0, at);
   const domain = email.slice(at + 1);
   const ace = new URL(`http://${domain}`).hostname; // Node's IDNA: the ASCII form
-  return [email, email.toUpperCase(), `${local}@${ace.toUpperCase()}`];
+  // Accents decomposed (`u` and a combining diaeresis) are the same address (019).
+  return [email, email.toUpperCase(), email.normalize('NFD'), `${local}@${ace.toUpperCase()}`];
 }

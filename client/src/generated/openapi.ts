@@ -491,7 +491,7 @@ export interface components {
             last_name: string;
             /**
              * Format: idn-email
-             * @description Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent. Unique in the organisation, compared case-insensitively.
+             * @description Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent, in Unicode NFC (`u` followed by a combining diaeresis is stored as `ü`). Unique in the organisation, compared case-insensitively.
              * @example ada@example.com
              */
             email: string;
@@ -585,7 +585,7 @@ export interface components {
             first_name: string;
             /**
              * Format: idn-email
-             * @description Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent. Unique in the organisation, compared case-insensitively.
+             * @description Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent, in Unicode NFC (`u` followed by a combining diaeresis is stored as `ü`). Unique in the organisation, compared case-insensitively.
              * @example ada@example.com
              */
             email: string;
@@ -599,7 +599,7 @@ export interface components {
             notes?: string | null;
             external_id?: string | null;
             /**
-             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all; `__proto__` is refused as a key.
              * @example {
              *       "crm_tier": "gold",
              *       "old_key": null
@@ -644,7 +644,7 @@ export interface components {
             last_name?: string;
             /**
              * Format: idn-email
-             * @description Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent. Unique in the organisation, compared case-insensitively.
+             * @description Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent, in Unicode NFC (`u` followed by a combining diaeresis is stored as `ü`). Unique in the organisation, compared case-insensitively.
              * @example ada@example.com
              */
             email?: string;
@@ -653,7 +653,7 @@ export interface components {
             notes?: string | null;
             external_id?: string | null;
             /**
-             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all; `__proto__` is refused as a key.
              * @example {
              *       "crm_tier": "gold",
              *       "old_key": null
@@ -926,7 +926,7 @@ export interface components {
             name: string;
             description?: string | null;
             /**
-             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all; `__proto__` is refused as a key.
              * @example {
              *       "crm_tier": "gold",
              *       "old_key": null
@@ -1004,7 +1004,7 @@ export interface components {
             name?: string;
             description?: string | null;
             /**
-             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all.
+             * @description Keys to set (a string of at most 500 characters) or remove (`null` or `""`); the keys not sent stay as they are. `null` instead of an object removes every key. At most 50 keys in all; `__proto__` is refused as a key.
              * @example {
              *       "crm_tier": "gold",
              *       "old_key": null
@@ -1566,7 +1566,7 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_cursor` of the previous page, passed back unchanged. Bound to this endpoint, its filters and your organisation. */
                 cursor?: string;
-                /** @description Only the contact with this email (case-insensitive; the domain in Unicode or `xn--` form alike). */
+                /** @description Only the contact with this email (case-insensitive; the domain in Unicode or `xn--` form alike; composed or decomposed accents alike). */
                 email?: string;
                 /** @description Only contacts that carry this label. */
                 label_id?: string;

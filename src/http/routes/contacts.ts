@@ -3,11 +3,12 @@ import { createContact, deleteContact, updateContact } from '../../domain/contac
 import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContactJson } from '../../domain/contacts/read.js';
 import { listContactsJson, type ContactSort } from '../../domain/contacts/list.js';
-import { parseInstant } from '../../domain/validation.js';
+import { normaliseEmail, parseInstant } from '../../domain/validation.js';
 import { searchWords } from '../../domain/contacts/searchText.js';
 import { ServiceError, ValidationError } from '../../domain/errors.js';
 import { batchContacts, BatchItemFailed, type BatchItem, type BatchMode, type MatchOn } from '../../domain/contacts/batch.js';
-import { fieldErrorsOf, problemOf } from '../errorHandler.js';
+import { problemOf } from '../errorHandler.js';
+import { fieldErrorsOf } from '../fieldErrors.js';
 import { statusOf } from '../../web/errorStatus.js';
 import { compileBodyValidator } from '../validation.js';
 import { isMetadataKey } from '../../domain/metadata.js';
@@ -87,8 +88,9 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       if (words?.length === 0) throw ValidationError.field('q', 'must contain a letter or a digit');
       const sort = (request.query.sort ?? (updatedAfter === undefined ? 'created_at' : 'updated_at')) as ContactSort;
       // The default order is left out of the cursor's binding: cursors issued before `sort` existed still work.
+      // The email as it is compared: a cursor works with either spelling of the same address.
       const filters = {
-        email: email?.toLowerCase(),
+        email: email === undefined ? undefined : normaliseEmail(email).toLowerCase(),
         label_id: labelId,
         external_id: externalId,
         metadata,

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from 'typebox';
-import { METADATA_KEY_PATTERN, METADATA_LIMITS } from '../../domain/metadata.js';
+import { METADATA_KEY_PATTERN, METADATA_LIMITS, METADATA_MESSAGES, RESERVED_METADATA_KEY } from '../../domain/metadata.js';
 
 /**
  * Every shape the API sends or accepts, defined once: Fastify validates with it, TypeScript infers
@@ -88,16 +88,27 @@ export const Metadata = named(
   }),
 );
 
+/**
+ * `x-message`: what a client is told when a value fails this schema, in the domain's words
+ * (http/fieldErrors.ts); Ajv's own ("must match pattern …", "must be a string or null" for a
+ * whole object) would not name the rule. An annotation: it validates nothing.
+ */
+export const MESSAGE = 'x-message';
+
 /** `metadata` as a create or update sends it: keys merge into the stored ones; `null` or `""` removes a key, `null` for the whole removes all. */
 // Not a named component: Type.Optional copies it, so the document would carry it unused.
 export const MetadataInput = Nullable(
   Type.Unsafe<Record<string, string | null>>({
     type: 'object',
     ...metadataKeys,
-    additionalProperties: { anyOf: [{ type: 'string', maxLength: METADATA_LIMITS.value }, { type: 'null' }] },
+    propertyNames: { ...metadataKeys.propertyNames, [MESSAGE]: METADATA_MESSAGES.key },
+    additionalProperties: {
+      anyOf: [{ type: 'string', maxLength: METADATA_LIMITS.value }, { type: 'null' }],
+      [MESSAGE]: METADATA_MESSAGES.value,
+    },
   }),
   {
-    description: `Keys to set (a string of at most ${METADATA_LIMITS.value} characters) or remove (\`null\` or \`""\`); the keys not sent stay as they are. \`null\` instead of an object removes every key. At most ${METADATA_LIMITS.keys} keys in all.`,
+    description: `Keys to set (a string of at most ${METADATA_LIMITS.value} characters) or remove (\`null\` or \`""\`); the keys not sent stay as they are. \`null\` instead of an object removes every key. At most ${METADATA_LIMITS.keys} keys in all; \`${RESERVED_METADATA_KEY}\` is refused as a key.`,
     examples: [{ crm_tier: 'gold', old_key: null }],
   },
 );

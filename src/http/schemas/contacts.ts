@@ -15,7 +15,7 @@ const email = Type.String({
   maxLength: LIMITS.email,
   format: 'idn-email',
   description:
-    'Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent. Unique in the organisation, compared case-insensitively.',
+    'Internationalised addresses are accepted (`zoë@bücher.example`, `用户@例子.广告`). The domain is normalised (IDNA, UTS #46) to its lower-case Unicode form, so `Ada@EXAMPLE.com` is stored as `Ada@example.com` and `xn--` domains in Unicode; the local part is kept as sent, in Unicode NFC (`u` followed by a combining diaeresis is stored as `ü`). Unique in the organisation, compared case-insensitively.',
   examples: ['ada@example.com'],
 });
 const phone = Nullable(Type.String({ maxLength: LIMITS.phone, examples: ['+44 20 7946 0958'] }));
@@ -135,7 +135,8 @@ export const ContactListQuery = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: LIMITS.email,
-        description: 'Only the contact with this email (case-insensitive; the domain in Unicode or `xn--` form alike).',
+        description:
+          'Only the contact with this email (case-insensitive; the domain in Unicode or `xn--` form alike; composed or decomposed accents alike).',
       }),
     ),
     label_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only contacts that carry this label.' })),
