@@ -70,15 +70,7 @@ export async function dataTables(dialect: 'sqlite' | 'postgres', query: Query): 
 
 /** The stored columns of a table: generated ones (PostgreSQL's search_terms) are computed again by the target. */
 export async function storedColumns(dialect: 'sqlite' | 'postgres', query: Query, table: string): Promise<string[]> {
-  const rows =
-    dialect === 'sqlite'
-      ? await query(`select name from pragma_table_xinfo(?) where hidden = 0 order by cid`, [table])
-      : await query(
-          `select column_name as name from information_schema.columns
-           where table_schema = current_schema() and table_name = $1 and is_generated = 'NEVER' order by ordinal_position`,
-          [table],
-        );
-  return rows.map((row) => String(row.name));
+  return (await columnShapes(dialect, query, table)).map((column) => column.name);
 }
 
 /** An identifier quoted for SQL (both databases): table and column names come from the catalog, never from input. */
