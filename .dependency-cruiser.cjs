@@ -9,6 +9,7 @@
  *   domain/                   business rules and the ports they need: nothing from the edge or infra
  *   infra/                    implementations of ports (of the domain, or of one door's own)
  *   db/                       the database
+ *   db/migrations/            frozen: Kysely and Node only, nothing of ours outside db/migrations/
  *
  * Only the web edge (http/, dashboard/, web/, app.ts, server.ts) imports Fastify. http/ may still
  * use what infra/ has in one form only (the idempotency keys table, written in the request's own
@@ -85,6 +86,25 @@ module.exports = {
       comment: 'db/ imports nothing from the edge, infra or the composition.',
       from: { path: '^src/db/' },
       to: { path: [EDGE, '^src/infra/', COMPOSITION] },
+    },
+    {
+      name: 'migrations-are-frozen',
+      severity: 'error',
+      comment:
+        'A migration does for ever what it did the day it first ran: it imports none of the code that changes (domain/, http/, dashboard/, web/, infra/, cli/, config, the rest of db/). Copy what it needs into the migration (see 013_contact_search.ts), or into db/migrations/frozen/ for several.',
+      from: { path: '^src/db/migrations/' },
+      to: { path: '^src/', pathNot: '^src/db/migrations/' },
+    },
+    {
+      name: 'migrations-use-kysely-only',
+      severity: 'error',
+      comment:
+        'Of the packages, migrations use Kysely alone (and the modules built into Node): another package upgraded would change what an old migration does.',
+      from: { path: '^src/db/migrations/' },
+      to: {
+        dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-no-pkg', 'npm-unknown'],
+        pathNot: '(^|/)node_modules/kysely/',
+      },
     },
   ],
   options: {

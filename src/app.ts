@@ -32,8 +32,9 @@ import { transferRoutes } from './http/routes/transfers.js';
 import { NoQuery } from './http/schemas/common.js';
 import { closeConnectionsWhenShuttingDown, ShutdownState } from './http/shutdown.js';
 import './http/types.js';
-import { guardUrl, redactUrl } from './http/urlGuard.js';
+import { guardUrl } from './http/urlGuard.js';
 import { useStrictValidation } from './http/validation.js';
+import { errorForLog, requestForLog } from './web/logRedaction.js';
 import { setPageHeaders } from './web/pageHeaders.js';
 
 /*
@@ -86,9 +87,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         : {
             level: config.logLevel,
             ...(deps.logger?.stream ? { stream: deps.logger.stream } : {}),
-            serializers: {
-              req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
-            },
+            // Route, path and the query's parameter names, never its values (web/logRedaction.ts).
+            serializers: { req: requestForLog, err: errorForLog },
           },
     ...(deps.https ? { https: deps.https } : {}),
     genReqId: newRequestId,

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -165,6 +165,30 @@ describe('backup and restore of a SQLite installation', { timeout: 300_000 }, ()
     expect(existsSync(path.join(fresh.DATA_DIR, 'orgdata.sqlite'))).toBe(false);
     rmSync(path.join(tampered, 'manifest.json'));
     expect(((await cli(fresh, ['restore', '--from', tampered])).json.error as { code: string }).code).toBe('backup_invalid');
+
+    // A refused restore takes back what it wrote and nothing else: a DATA_DIR the operator made
+    // (a mount point, say) stays, with any file of theirs; one restore created goes.
+    const own = tempDir();
+    writeFileSync(path.join(own, 'operator-notes.txt'), 'mine');
+    const occupied = await cli({ ...restored.env, DATA_DIR: own }, ['restore', '--from', target]);
+    expect([occupied.code, (occupied.json.error as { code: string }).code]).toEqual([1, 'target_not_empty']);
+    expect(readFileSync(path.join(own, 'operator-notes.txt'), 'utf8')).toBe('mine');
+    expect(readdirSync(own)).toEqual(['operator-notes.txt']);
+    // Fails after it began writing: the rows of a table are not the manifest's (which no checksum covers).
+    const miscounted = path.join(tempDir(), 'miscounted');
+    cpSync(target, miscounted, { recursive: true });
+    const counted = JSON.parse(readFileSync(path.join(miscounted, 'manifest.json'), 'utf8')) as BackupManifest;
+    counted.database.tables.contacts! += 1;
+    writeFileSync(path.join(miscounted, 'manifest.json'), JSON.stringify(counted));
+    const mounted = tempDir();
+    const late = await cli({ ...restored.env, DATA_DIR: mounted }, ['restore', '--from', miscounted]);
+    expect([late.code, (late.json.error as { code: string }).code]).toEqual([1, 'backup_invalid']);
+    expect(existsSync(mounted)).toBe(true);
+    expect(readdirSync(mounted)).toEqual([]);
+    const created = path.join(tempDir(), 'made-by-restore', 'data');
+    const lateNew = await cli({ ...restored.env, DATA_DIR: created }, ['restore', '--from', miscounted]);
+    expect([lateNew.code, (lateNew.json.error as { code: string }).code]).toEqual([1, 'backup_invalid']);
+    expect(existsSync(path.dirname(created))).toBe(false);
 
     // Bytes missing from the store while their file still exists: the backup fails, naming it.
     rmSync(path.join(source.env.DATA_DIR!, 'files', 'blobs', manifest.files.entries[0]!.key));

@@ -1,9 +1,15 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addUser } from '../src/domain/orgs/orgs.js';
 import { purgeOldRequests, requestUsage } from '../src/domain/requests/requestLog.js';
 import { signedIn } from './helpers/browserSession.js';
 import { ALL_SCOPES, DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
 import { cli, orgWithKey, serverEnv, startServerProcess } from './helpers/serverProcess.js';
+
+const run = promisify(execFile);
+const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
 
 /** The request log and usage (issue 20, items 3-4), through HTTP on both databases. */
 describe.each(DIALECTS)('request log on %s', (dialect) => {
@@ -140,6 +146,7 @@ describe('orgdata requests show', { timeout: 120_000 }, () => {
       const server = await startServerProcess(env);
       let requestId: string;
       let contactId: string;
+      let readId: string;
       try {
         const res = await fetch(`${env.url}/api/v1/contacts`, {
           method: 'POST',
@@ -149,6 +156,9 @@ describe('orgdata requests show', { timeout: 120_000 }, () => {
         expect(res.status).toBe(201);
         requestId = res.headers.get('request-id')!;
         contactId = ((await res.json()) as { id: string }).id;
+        const read = await fetch(`${env.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } });
+        expect(read.status).toBe(200);
+        readId = read.headers.get('request-id')!;
       } finally {
         // At once: the row may still be waiting in memory; a shutdown writes it.
         server.child.kill('SIGTERM');
@@ -161,6 +171,9 @@ describe('orgdata requests show', { timeout: 120_000 }, () => {
       ]);
       expect(shown.request).toMatchObject({ request_id: requestId, key_id: keyId, method: 'POST', route: '/api/v1/contacts', status: 201 });
       expect(shown.events.map((e) => [e.type, e.data.object.id])).toEqual([['contact.created', contactId]]);
+      // As text, a read request (no events) too: every line ends with a newline, the last one included.
+      const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'requests', 'show', readId], { env: env.env });
+      expect(stdout).toMatch(new RegExp(`^${readId} .*\nGET /api/v1/contacts → 200 .*\nno events\n$`));
       await expect(cli(env.env, ['requests', 'show', 'req_nothere'])).rejects.toMatchObject({
         stdout: expect.stringContaining('"code":"not_found"'),
       });

@@ -1,11 +1,12 @@
 import { createReadStream, existsSync } from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import type { Config } from '../config.js';
 import { version } from '../version.js';
 import { hashFile, saveHashed } from './exchange/format.js';
 import { OperatorError } from './operatorError.js';
+import { RestoreTrail } from './restoreTrail.js';
 
 /**
  * `orgdata backup --to DIR` and `orgdata restore --from DIR` (issue 19): a consistent copy of a
@@ -187,17 +188,21 @@ export async function restore(config: Config, dir: string): Promise<BackupManife
   if (manifest.secret_key === 'not_included' && !process.env.SECRET_KEY) {
     throw new OperatorError('secret_key_required', 'this backup does not hold the secret key: set SECRET_KEY as the server had it');
   }
-  await mkdir(config.dataDir, { recursive: true });
+  const trail = new RestoreTrail();
   try {
+    await trail.folder(config.dataDir);
     const target = path.join(config.dataDir, DATABASE);
-    await copyFile(path.join(dir, DATABASE), `${target}.restoring`);
+    const restoring = `${target}.restoring`;
+    // SQLite's own files beside the copy, should the check below leave any.
+    for (const suffix of ['-journal', '-wal', '-shm']) trail.file(`${restoring}${suffix}`);
+    await trail.copy(path.join(dir, DATABASE), restoring);
     for (const entry of manifest.files.entries) {
       const to = path.join(config.dataDir, 'files', 'blobs', entry.key);
-      await mkdir(path.dirname(to), { recursive: true });
-      await copyFile(path.join(dir, 'files', 'blobs', entry.key), to);
+      await trail.folder(path.dirname(to));
+      await trail.copy(path.join(dir, 'files', 'blobs', entry.key), to);
     }
-    if (manifest.secret_key === 'included') await copyFile(path.join(dir, 'secret.key'), path.join(config.dataDir, 'secret.key'));
-    const db = new SQLite(`${target}.restoring`);
+    if (manifest.secret_key === 'included') await trail.copy(path.join(dir, 'secret.key'), path.join(config.dataDir, 'secret.key'));
+    const db = new SQLite(restoring);
     try {
       const problems = db.pragma('quick_check', { simple: true });
       if (problems !== 'ok') throw new OperatorError('backup_invalid', `the database copy fails SQLite's check: ${String(problems)}`);
@@ -210,12 +215,12 @@ export async function restore(config: Config, dir: string): Promise<BackupManife
     } finally {
       db.close();
     }
-    await rename(`${target}.restoring`, target);
+    await rename(restoring, trail.file(target));
     await stat(target);
     return manifest;
   } catch (error) {
-    // Nothing half-restored is left to be served.
-    await rm(config.dataDir, { recursive: true, force: true });
+    // Nothing half-restored is left to be served, and nothing restore did not write is removed.
+    await trail.undo();
     throw error;
   }
 }

@@ -1,4 +1,4 @@
-import { KEY_IN_TEXT, KEY_PREFIX } from '../domain/apiKeys/format.js';
+import { KEY_PREFIX } from '../domain/apiKeys/format.js';
 import { BadRequestError, UnauthorizedError } from '../domain/errors.js';
 
 /** The URL as a server would read it: percent-decoded, or as sent when it does not decode. */
@@ -22,11 +22,4 @@ export function guardUrl(url: string): void {
     );
   }
   if (plain.includes('\u0000')) throw new BadRequestError('invalid_request', 'The URL contains a NUL character.');
-}
-
-/** Keys never reach a log, even when a client puts one in a URL, encoded or not. */
-export function redactUrl(url: string): string {
-  const plain = decoded(url);
-  const source = plain !== url && plain.includes(KEY_PREFIX) ? plain : url;
-  return source.replace(KEY_IN_TEXT, `${KEY_PREFIX}[REDACTED]`);
 }

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
@@ -66,4 +66,19 @@ export async function listAll(base: string, key: string, query = ''): Promise<Re
     all.push(...page.data);
     if (!(cursor = page.next_cursor)) return all;
   }
+}
+
+/**
+ * A copy of an export with one table file edited, its manifest entry (bytes, sha256) made to
+ * match: damage the checksums cannot catch, as an edit by hand or by a script would be.
+ */
+export function editedExport(from: string, to: string, table: string, edit: (lines: string[]) => string[]): void {
+  cpSync(from, to, { recursive: true });
+  const file = path.join(to, 'tables', `${table}.jsonl`);
+  const text = edit(readFileSync(file, 'utf8').split('\n').filter(Boolean)).join('\n') + '\n';
+  writeFileSync(file, text);
+  const manifestFile = path.join(to, 'manifest.json');
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { tables: Record<string, { bytes: number; sha256: string }> };
+  manifest.tables[table] = { ...manifest.tables[table]!, bytes: Buffer.byteLength(text), sha256: sha256(text) };
+  writeFileSync(manifestFile, JSON.stringify(manifest, null, 2));
 }

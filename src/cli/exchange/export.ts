@@ -1,6 +1,4 @@
-import { createReadStream } from 'node:fs';
 import path from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import { secretFingerprint } from '../../db/secretFingerprint.js';
@@ -23,6 +21,7 @@ import {
   type ExportManifest,
   type TableEntry,
 } from './format.js';
+import { readRows } from './jsonLines.js';
 import { openSnapshot, type Snapshot } from './snapshot.js';
 import { dataTables, storedColumns, TABLES } from './tables.js';
 
@@ -94,29 +93,12 @@ async function writeTables(snapshot: Snapshot, dir: string, scope: ExportScope):
   return tables;
 }
 
-/**
- * The rows of an export's table file, one at a time. The file is pulled a chunk at a time as the
- * rows are used (readline's iterator queues every line the stream emits meanwhile: a slow
- * consumer, such as an import waiting on its database, would end up holding the whole file).
- */
-export async function* readRows(file: string): AsyncIterable<Record<string, unknown>> {
-  const decoder = new StringDecoder('utf8');
-  let rest = '';
-  for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 })) {
-    const lines = (rest + decoder.write(chunk as Buffer)).split('\n');
-    rest = lines.pop()!;
-    for (const line of lines) if (line) yield JSON.parse(line) as Record<string, unknown>;
-  }
-  rest += decoder.end();
-  if (rest) yield JSON.parse(rest) as Record<string, unknown>;
-}
-
 /** Copies the bytes of every file the exported rows name, reading those rows back from the export. */
 async function copyBlobs(db: Db, store: BlobStore, dir: string, files: TableEntry | undefined): Promise<ExportManifest['files']> {
   const entries: BlobEntry[] = [];
   const dropped: string[] = [];
   if (files) {
-    for await (const row of readRows(path.join(dir, files.file))) {
+    for await (const { row } of readRows(path.join(dir, files.file), files.file)) {
       const key = row.storage_key;
       if (typeof key !== 'string') continue; // never uploaded: no bytes
       const blob = await store.get(key);

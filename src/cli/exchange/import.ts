@@ -1,20 +1,15 @@
 import { createReadStream } from 'node:fs';
-import path from 'node:path';
 import { CompiledQuery } from 'kysely';
 import type { Config } from '../../config.js';
 import { migrateToLatest, openDatabase, type Db } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
 import { checkSecretFingerprint, secretFingerprint } from '../../db/secretFingerprint.js';
-import { inTransaction } from '../../db/transaction.js';
 import { openBlobStore } from '../../infra/choose.js';
 import type { BlobStore } from '../../domain/files/blobStore.js';
 import { OperatorError } from '../operatorError.js';
-import { readRows } from './export.js';
-import { blobFile, decodeValue, verifyExport, type ExportManifest } from './format.js';
-import { dataTables, quoted, storedColumns, type Query } from './tables.js';
-
-/** Rows a transaction of the import writes. */
-const BATCH = 1000;
+import { blobFile, verifyExport, type ExportManifest } from './format.js';
+import { checkRows } from './rowChecks.js';
+import { columnShapes, dataTables, quoted, type ColumnShape, type Query } from './tables.js';
+import { writeRows } from './writeRows.js';
 
 export interface ImportSummary {
   manifest: ExportManifest;
@@ -27,7 +22,9 @@ export interface ImportSummary {
  * on whichever database and blob store this configuration names. Everything that can refuse is
  * checked before the first row is written: the export's every byte, its scope, that SECRET_KEY is
  * the one the data goes with, that both sides have the same migrations, that the target holds no
- * data and its blob store answers.
+ * data and its blob store answers, and every row of every table (rowChecks.ts). The rows are then
+ * written in one transaction (writeRows.ts): what the database alone can refuse writes nothing
+ * either.
  */
 export async function importData(config: Config, dir: string): Promise<ImportSummary> {
   const manifest = await verifyExport(dir);
@@ -49,18 +46,21 @@ export async function importData(config: Config, dir: string): Promise<ImportSum
     const store = await openBlobStore(config);
     await requireEmptyStore(store);
     const tables = await dataTables(db.dialect, query);
-    let rows = 0;
+    const shapes: Record<string, ColumnShape[]> = {};
     for (const [table, entry] of Object.entries(manifest.tables)) {
       if (!tables.includes(table)) throw new OperatorError('export_invalid', `the target has no table ${table}`);
-      const columns = await storedColumns(db.dialect, query, table);
+      shapes[table] = await columnShapes(db.dialect, query, table);
+      const columns = shapes[table].map((column) => column.name);
       if ([...columns].sort().join() !== [...entry.columns].sort().join()) {
         throw new OperatorError(
           'export_invalid',
           `table ${table}: the export's columns (${entry.columns.join(', ')}) are not the target's`,
         );
       }
-      rows += await insertTable(db, table, entry.columns, path.join(dir, entry.file), skipRow(table, manifest));
     }
+    // Two passes: every row checked, then every row written (in one transaction).
+    await checkRows(dir, manifest, shapes);
+    const rows = await writeRows(db.kysely, dir, manifest);
     await advanceSequences(db, query);
     // After the rows, outside any transaction: each blob is one request to a bucket.
     for (const entry of manifest.files.entries) {
@@ -131,58 +131,6 @@ async function requireEmptyStore(store: BlobStore): Promise<void> {
     'target_not_empty',
     "the target's blob store already holds files: import only into an empty bucket (or DATA_DIR/files). Nothing was written.",
   );
-}
-
-/** Rows an import leaves out: files the export dropped (deleted while it ran). */
-function skipRow(table: string, manifest: ExportManifest): (row: Record<string, unknown>) => boolean {
-  if (table === 'files') {
-    const dropped = new Set(manifest.files.dropped);
-    return (row) => dropped.has(String(row.id));
-  }
-  return () => false;
-}
-
-async function insertTable(
-  db: Db,
-  table: string,
-  columns: string[],
-  file: string,
-  skip: (row: Record<string, unknown>) => boolean,
-): Promise<number> {
-  let batch: Record<string, unknown>[] = [];
-  let count = 0;
-  const flush = async () => {
-    const rows = batch;
-    batch = [];
-    await inTransaction(db.kysely, async (trx) => {
-      // The target recorded its SECRET_KEY's fingerprint when it was migrated: the same as the
-      // export's (checked), whose row, as it was, takes its place.
-      if (table === 'settings') {
-        const names = rows.map((row) => String(row.name));
-        if (names.length > 0) await trx.deleteFrom('settings').where('name', 'in', names).execute();
-      }
-      // The batch in one statement (values bound, at most 30,000 of them: SQLite's limit is
-      // 32,766), not insertRows' statements of 100 rows, which the API's small writes want: a
-      // round trip per 1,000 rows made the import into PostgreSQL 25 % faster (bench:exchange).
-      const perStatement = Math.max(1, Math.floor(30_000 / columns.length));
-      for (let start = 0; start < rows.length; start += perStatement) {
-        await trx
-          .insertInto(table as keyof Database)
-          .values(rows.slice(start, start + perStatement) as never)
-          .execute();
-      }
-    });
-    count += rows.length;
-  };
-  for await (const line of readRows(file)) {
-    if (skip(line)) continue;
-    const row: Record<string, unknown> = {};
-    for (const column of columns) row[column] = decodeValue(line[column]);
-    batch.push(row);
-    if (batch.length >= BATCH) await flush();
-  }
-  if (batch.length > 0) await flush();
-  return count;
 }
 
 /**

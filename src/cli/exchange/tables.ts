@@ -70,18 +70,35 @@ export async function dataTables(dialect: 'sqlite' | 'postgres', query: Query): 
 
 /** The stored columns of a table: generated ones (PostgreSQL's search_terms) are computed again by the target. */
 export async function storedColumns(dialect: 'sqlite' | 'postgres', query: Query, table: string): Promise<string[]> {
-  const rows =
-    dialect === 'sqlite'
-      ? await query(`select name from pragma_table_xinfo(?) where hidden = 0 order by cid`, [table])
-      : await query(
-          `select column_name as name from information_schema.columns
-           where table_schema = current_schema() and table_name = $1 and is_generated = 'NEVER' order by ordinal_position`,
-          [table],
-        );
-  return rows.map((row) => String(row.name));
+  return (await columnShapes(dialect, query, table)).map((column) => column.name);
 }
 
 /** An identifier quoted for SQL (both databases): table and column names come from the catalog, never from input. */
 export function quoted(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** What a stored column accepts, as an import checks each value before writing any. */
+export interface ColumnShape {
+  name: string;
+  kind: 'text' | 'integer' | 'number' | 'other';
+  /** NOT NULL (or, on SQLite, a primary key, which PostgreSQL makes NOT NULL too). */
+  required: boolean;
+}
+
+/** The stored columns of a table with their kinds, from the database's catalog (not a list of our own). */
+export async function columnShapes(dialect: 'sqlite' | 'postgres', query: Query, table: string): Promise<ColumnShape[]> {
+  const rows =
+    dialect === 'sqlite'
+      ? await query(`select name, type, "notnull" or pk > 0 as required from pragma_table_xinfo(?) where hidden = 0 order by cid`, [table])
+      : await query(
+          `select column_name as name, data_type as type, is_nullable = 'NO' as required from information_schema.columns
+           where table_schema = current_schema() and table_name = $1 and is_generated = 'NEVER' order by ordinal_position`,
+          [table],
+        );
+  return rows.map((row) => {
+    const type = String(row.type).toLowerCase();
+    const kind = type === 'text' ? 'text' : type.includes('int') ? 'integer' : /double|real|numeric|float/.test(type) ? 'number' : 'other';
+    return { name: String(row.name), kind, required: Boolean(row.required) };
+  });
 }

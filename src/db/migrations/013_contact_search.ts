@@ -1,5 +1,28 @@
 import { SqliteAdapter, sql, type Kysely } from 'kysely';
-import { searchText } from '../../domain/contacts/searchText.js';
+
+/**
+ * The search text as this migration computes it: a frozen copy of domain/contacts/searchText.ts
+ * as it was when the migration was written (2026-11-25). A migration does, for ever, what it did
+ * the day it first ran on some installation; the domain's function may change (and write new
+ * contacts differently, with a migration of its own to rewrite the old ones), this copy may not.
+ * Migrations import nothing outside db/migrations but kysely and Node (.dependency-cruiser.cjs).
+ */
+function fold(text: string): string {
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
+}
+
+function searchText(contact: { first_name: string; last_name: string; email: string; phone: string | null }): string {
+  const digits = (contact.phone ?? '').replace(/\D/g, '');
+  return [contact.first_name, contact.last_name, contact.email, contact.phone ?? '', digits.length > 0 ? digits : '']
+    .map(fold)
+    .filter(Boolean)
+    .join(' ');
+}
 
 // Full-text search of contacts (`q=`, issue 18): each contact's search_text (see
 // domain/contacts/searchText.ts), written by the domain with the contact, and an index of its

@@ -29,11 +29,17 @@ export interface GroupInput {
 
 const DESCRIPTION_MAX = 1000;
 
-function checkFields(input: Partial<GroupInput>): void {
+/** Every problem with the fields given (also how `orgdata import` checks an exported group). */
+export function groupFieldErrors(input: Partial<GroupInput>): FieldError[] {
   const errors: FieldError[] = [];
   if (input.name !== undefined) checkText('name', input.name, errors, { max: LIMITS.name, required: true });
   if (input.description != null) checkText('description', input.description, errors, { max: DESCRIPTION_MAX, multiline: true });
   metadataFieldErrors('metadata', input.metadata, errors);
+  return errors;
+}
+
+function checkFields(input: Partial<GroupInput>): void {
+  const errors = groupFieldErrors(input);
   if (errors.length > 0) throw new ValidationError(errors);
 }
 
