@@ -21,6 +21,7 @@ import * as contactEmailDomains from './migrations/015_contact_email_domains.js'
 import * as eventActors from './migrations/016_event_actors.js';
 import * as requestLog from './migrations/017_request_log.js';
 import * as eventSystemActor from './migrations/018_event_system_actor.js';
+import * as invitationsPasswordResets from './migrations/021_invitations_password_resets.js';
 import { isConnectionLost, isStatementTimeout } from './errors.js';
 import { openPostgres, type PoolStats } from './postgres.js';
 import type { Database } from './schema.js';
@@ -188,6 +189,7 @@ export const migrations: Record<string, Migration> = {
   '016_event_actors': eventActors,
   '017_request_log': requestLog,
   '018_event_system_actor': eventSystemActor,
+  '021_invitations_password_resets': invitationsPasswordResets,
 };
 
 /** Every migration's name, oldest first (the upgrade test builds a database at each). */
