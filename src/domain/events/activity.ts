@@ -4,7 +4,7 @@ import { ValidationError } from '../errors.js';
 import type { Position } from '../pagination.js';
 import { describeActors, describeRecords, recordKey, type ActorName, type RecordName } from './names.js';
 import { isMemberEventType, type ActivityResource, type MemberEventType } from './memberEvents.js';
-import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventResource, type EventType } from './types.js';
+import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventType } from './types.js';
 
 /**
  * Activity (issue 20): what happened to the organisation's data and who did it, newest first, for
