@@ -87,7 +87,7 @@ export function pendingInvitations(session: SessionView, invitations: Invitation
             <td>${i.email}</td>
             <td>${i.role === 'admin' ? 'Admin' : 'Member'}</td>
             <td>${i.invited_by ?? html`<span class="muted">the operator</span>`}</td>
-            <td>${i.expired ? html`<strong>Expired</strong> ${day(i.expires_at)}` : day(i.expires_at)}</td>
+            <td class="nowrap">${i.expired ? html`<strong>Expired</strong> ${day(i.expires_at)}` : day(i.expires_at)}</td>
             <td class="actions">
               <form method="post" action="${INVITATIONS}/${i.id}/resend" class="inline">
                 ${csrf(session)}<button type="submit" class="secondary">Resend<span class="visually-hidden"> to ${i.email}</span></button>
