@@ -223,6 +223,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '016_event_actors',
       '017_request_log',
       '018_event_system_actor',
+      '021_invitations_password_resets',
     ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
@@ -294,7 +295,12 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
         event('evt_3', 'contact.deleted', { object: 'contact', id: 'con_2', erased: true }),
       ])
       .execute();
-    expect(await migrateToLatest(db)).toEqual(['016_event_actors', '017_request_log', '018_event_system_actor']);
+    expect(await migrateToLatest(db)).toEqual([
+      '016_event_actors',
+      '017_request_log',
+      '018_event_system_actor',
+      '021_invitations_password_resets',
+    ]);
     const rows = await db.kysely
       .selectFrom('events')
       .select(['id', 'subject_id', 'related_id', 'actor_type', 'actor_id', 'request_id'])
@@ -325,6 +331,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '016_event_actors',
       '017_request_log',
       '018_event_system_actor',
+      '021_invitations_password_resets',
     ]);
   });
 });
