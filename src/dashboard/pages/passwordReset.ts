@@ -59,7 +59,8 @@ function resetForm(token: string, email: string, csrfToken: string, errors?: Fie
 /**
  * `/forgot-password` and `/reset-password/TOKEN` (see domain/identity/passwordResets.ts). The
  * answer to a request is the same page and status whatever the email (no account enumeration),
- * and the mail is sent after it, so an existing account's answer is not slower.
+ * and the mail is sent after it: an existing account's answer does not wait on the mail server
+ * (it only stores the link first, a few milliseconds).
  */
 export const passwordResetPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, secret, secureCookies, signInThrottle, identity } = deps;
