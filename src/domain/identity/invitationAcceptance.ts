@@ -101,9 +101,9 @@ export async function acceptInvitation(
       .where('expires_at', '>', at)
       .executeTakeFirst();
     if (Number(used.numUpdatedRows) !== 1) return null;
-    const now_ = await trx.selectFrom('users').select('id').where('email_lower', '=', offer.email.toLowerCase()).executeTakeFirst();
+    const holder = await trx.selectFrom('users').select('id').where('email_lower', '=', offer.email.toLowerCase()).executeTakeFirst();
     // An account made for this email since the password was checked: its password was not.
-    if (now_ && !existing) throw new UnauthorizedError(`An orgdata account for ${offer.email} exists now: sign in with its password.`);
+    if (holder && !existing) throw new UnauthorizedError(`An orgdata account for ${offer.email} exists now: sign in with its password.`);
     let userId = existing?.id;
     if (!userId) {
       userId = newId('usr');
