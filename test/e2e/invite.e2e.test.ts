@@ -92,6 +92,12 @@ describe.skipIf(!hasChromium)('invitations in a browser', { timeout: 120_000 }, 
 
     await page.goto(`${server.url}/settings/members`);
     expect(await page.getByText('No pending invitations.').count()).toBe(1);
+    // Activity (admins): the invitation and the joining, each with who and where from.
+    await page.goto(`${server.url}/activity?type=member.*`);
+    expect(await page.locator('table.activity').getByText('member.invited').count()).toBe(1);
+    expect(await page.locator('table.activity').getByText('member.joined').count()).toBe(1);
+    expect(await page.getByText(/from 127\.0\.0\.0\/24/).count()).toBe(2);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'activity-members-1280px.png'), fullPage: true });
     await admin.close();
     expect(consoleErrors).toEqual([]);
   });
