@@ -8,7 +8,8 @@ import type { BlobStore } from './domain/files/blobStore.js';
 import type { FileDeps } from './domain/files/files.js';
 import { SignedLinks } from './domain/files/links.js';
 import { isEmail } from './domain/validation.js';
-import { openBlobStore } from './infra/choose.js';
+import { openBlobStore, openMailer } from './infra/choose.js';
+import type { Mailer } from './domain/identity/mailer.js';
 import type { DependencyHealth } from './infra/health.js';
 import { sqliteDataVersionGuard } from './infra/keyCache/sqliteGuard.js';
 import { ServiceMetrics } from './infra/metrics.js';
@@ -71,6 +72,8 @@ export interface AppDeps {
    * (the server passes the one its delivery worker counts into too).
    */
   metrics?: ServiceMetrics;
+  /** Mail for invitations and password resets; by default the one configuration chooses (none without SMTP_URL). */
+  mailer?: Mailer | null;
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
@@ -232,6 +235,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     downloadTtlSeconds: config.downloadUrlTtlSeconds,
   };
 
+  const mailer = deps.mailer !== undefined ? deps.mailer : await openMailer(config);
+  if (mailer && deps.mailer === undefined) app.addHook('onClose', () => mailer.close());
+
   await app.register(opsRoutes, { db: deps.db, shutdown, health: deps.health });
   if (metrics && config.metricsToken) await app.register(metricsRoute, { metrics, token: config.metricsToken });
   await app.register(transferRoutes, { db: deps.db.kysely, files, links });
@@ -244,6 +250,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhooks: { allowPrivateUrls: config.webhookAllowPrivateUrls },
     signInThrottle: deps.signInThrottle ?? new MemorySignInThrottle(),
     dailyQuota: config.dailyQuota,
+    identity: {
+      mailer,
+      publicUrl: config.publicUrl,
+      inviteTtlHours: config.inviteTtlHours,
+      resetTtlMinutes: config.resetTtlMinutes,
+    },
   });
   await app.register(docsRoutes, { openApi });
   // The request log's rows are written in batches; what is left is written when the app closes

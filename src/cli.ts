@@ -17,6 +17,7 @@ import { withDb } from './cli/withDb.js';
 import { readNewPassword } from './cli/password.js';
 import { backupCommand, eraseCommand, restoreCommand } from './cli/dataCommands.js';
 import { showRequest } from './cli/requests.js';
+import { inviteCommand, resetLinkCommand } from './cli/identity.js';
 import { exportCommand, importCommand, orgExportCommand } from './cli/exchange/commands.js';
 import { version } from './version.js';
 
@@ -35,6 +36,10 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata users set-role --org ORG_ID --email EMAIL --role admin|member
   orgdata users set-password --org ORG_ID --email EMAIL
                                      reads the new password from standard input (a prompt on a terminal)
+  orgdata users invite --org ORG_ID --email EMAIL --role admin|member
+                                     an invitation link (mailed too when SMTP_URL is set)
+  orgdata users reset-link --org ORG_ID --email EMAIL
+                                     a password reset link for a member, to pass on
   orgdata keys create --org ORG_ID --admin-email EMAIL --name NAME --scopes a,b [--expires-days N | --never]
   orgdata keys list --org ORG_ID
   orgdata keys revoke --org ORG_ID KEY_ID
@@ -125,6 +130,10 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       const user = await withDb(config, (db) => setPassword(db.kysely, { orgId, email, password }));
       return { json: user, text: `set a new password for ${user.email}; signed out of ${user.ended_sessions} dashboard session(s)` };
     }
+    case 'users invite':
+      return inviteCommand(config, values);
+    case 'users reset-link':
+      return resetLinkCommand(config, values);
     case 'org create': {
       const result = await withDb(config, (db) =>
         createOrg(db.kysely, {

@@ -63,6 +63,14 @@ export interface Config {
    * (it answers 404 like any unknown path).
    */
   metricsToken: string | null;
+  /** Where mail goes (`smtp://` or `smtps://`, optional `user:pass@`); null: nothing is mailed, links are shown instead. */
+  smtpUrl: string | null;
+  /** The From of every mail: `orgdata <no-reply@HOST>` by default, HOST from PUBLIC_URL. */
+  mailFrom: string;
+  /** An invitation's link works this many hours. */
+  inviteTtlHours: number;
+  /** A password-reset link works this many minutes. */
+  resetTtlMinutes: number;
 }
 
 export interface S3Settings {

@@ -57,6 +57,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '017_request_log',
       '018_event_system_actor',
       '019_contact_email_nfc',
+      '020_invitations_password_resets',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

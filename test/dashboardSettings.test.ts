@@ -83,7 +83,7 @@ describe.each(DIALECTS)('dashboard settings on %s', (dialect) => {
     for (const [url, fields] of [
       ['/settings/developer/keys', { name: 'Sneaky', scopes: ['contacts:write'], expires: '90' }],
       [`/settings/developer/keys/${keyRow.id}/revoke`, {}],
-      ['/settings/members', { email: 'new@example.com', password: 'correct horse battery', role: 'admin' }],
+      ['/settings/members', { email: 'new@example.com', role: 'admin' }],
       ['/settings/members/role', { email: member.email, role: 'admin', confirm: 'yes' }],
       ['/settings/members/remove', { email: org.adminEmail, confirm: 'yes' }],
     ] as const) {
@@ -119,11 +119,15 @@ describe.each(DIALECTS)('dashboard settings on %s', (dialect) => {
     expect((await bobSession.get('/settings/developer')).statusCode).toBe(403);
   });
 
-  it('adds members with field errors, and keeps the last admin', async () => {
-    const bad = await admin.post('/settings/members', { email: 'not-an-email', password: 'short', role: 'owner' });
+  it('invites members with field errors (no password field: people choose their own), and keeps the last admin', async () => {
+    const form = await admin.get('/settings/members');
+    expect(form.body).toContain('<button type="submit">Invite</button>');
+    expect(form.body).not.toContain('type="password"');
+    const bad = await admin.post('/settings/members', { email: 'not-an-email', role: 'owner' });
     expect(bad.statusCode).toBe(400);
     expect(bad.body).toContain('id="f-email-error"');
-    expect(bad.body).toContain('id="f-password-error"');
+    expect(bad.body).toContain('id="f-role-error"');
+    expect(bad.body).not.toContain('type="password"');
     const solo = await h.newOrg('Solo');
     const soloAdmin = await signedIn(h, solo.adminEmail);
     const refused = await soloAdmin.post('/settings/members/role', { email: solo.adminEmail, role: 'member', confirm: 'yes' });

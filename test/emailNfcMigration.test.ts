@@ -68,7 +68,7 @@ describe.each(DIALECTS)('migration 019 on %s', (dialect) => {
     });
     const started = new Date().toISOString();
     try {
-      expect(await migrateToLatest(db)).toEqual(['019_contact_email_nfc']);
+      expect(await migrateToLatest(db)).toEqual(['019_contact_email_nfc', '020_invitations_password_resets']);
     } finally {
       write.mockRestore();
     }

@@ -224,6 +224,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '017_request_log',
       '018_event_system_actor',
       '019_contact_email_nfc',
+      '020_invitations_password_resets',
     ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
@@ -295,7 +296,13 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
         event('evt_3', 'contact.deleted', { object: 'contact', id: 'con_2', erased: true }),
       ])
       .execute();
-    expect(await migrateToLatest(db)).toEqual(['016_event_actors', '017_request_log', '018_event_system_actor', '019_contact_email_nfc']);
+    expect(await migrateToLatest(db)).toEqual([
+      '016_event_actors',
+      '017_request_log',
+      '018_event_system_actor',
+      '019_contact_email_nfc',
+      '020_invitations_password_resets',
+    ]);
     const rows = await db.kysely
       .selectFrom('events')
       .select(['id', 'subject_id', 'related_id', 'actor_type', 'actor_id', 'request_id'])
@@ -327,6 +334,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '017_request_log',
       '018_event_system_actor',
       '019_contact_email_nfc',
+      '020_invitations_password_resets',
     ]);
   });
 });

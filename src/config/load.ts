@@ -127,6 +127,19 @@ function metricsToken(env: Env): string | null {
   return raw;
 }
 
+/**
+ * MAIL_FROM: an address, or `Name <address>`, on one line (a line break would start a header of
+ * its own). By default `orgdata <no-reply@HOST>`, HOST being PUBLIC_URL's host name.
+ */
+function mailFrom(env: Env, publicUrl: string): string {
+  const raw = env.MAIL_FROM;
+  if (raw === undefined || raw.trim() === '') return `orgdata <no-reply@${new URL(publicUrl).hostname}>`;
+  if (/[\r\n]/.test(raw) || !/^[^@\s<>]+@[^@\s<>]+$|<[^@\s<>]+@[^@\s<>]+>$/.test(raw.trim())) {
+    throw new ConfigError('MAIL_FROM', `must be an address or "Name <address>", got "${raw}"`);
+  }
+  return raw.trim();
+}
+
 function blobStore(env: Env): 'local' | 's3' {
   const raw = env.BLOB_STORE || 'local';
   if (raw !== 'local' && raw !== 's3') throw new ConfigError('BLOB_STORE', `must be local or s3, got "${raw}"`);
@@ -238,5 +251,9 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 24 * 3600 * 1000),
     metricsToken: metricsToken(env),
+    smtpUrl: env.SMTP_URL ? url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']) : null,
+    mailFrom: mailFrom(env, publicUrl),
+    inviteTtlHours: int(env, 'INVITE_TTL_HOURS', 168, 1, 24 * 90),
+    resetTtlMinutes: int(env, 'RESET_TTL_MINUTES', 60, 1, 24 * 60),
   };
 }

@@ -46,6 +46,7 @@ details.changes th[scope=row]{text-transform:none;background:none;color:var(--fg
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 #f-request-id{width:22rem}.filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end;margin:.5rem 0}.filters .field{margin:0}
 .chart{margin:.5rem 0 1rem}.chart svg{max-width:48rem;display:block}.legend{display:inline-flex;align-items:center;gap:.3rem;margin-right:1rem;font-size:.9rem}
+td.actions{white-space:nowrap}.invite-link .key-box{margin:.5rem 0}
 meter{width:16rem;height:1.2rem;vertical-align:middle}.status.s2{color:#2f7d4f}.status.s4{color:#a35f00}.status.s5{color:#b3261e}
 @media (max-width:48rem){
 .topbar{gap:.4rem 1rem;padding:.5rem .75rem}.who{margin-left:0;flex-wrap:wrap;gap:.4rem .75rem}

@@ -4,7 +4,8 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Ctx } from '../domain/context.js';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.js';
-import { findSession, type SessionView } from '../domain/sessions/sessions.js';
+import { describeOrigin } from '../domain/apiKeys/apiKeys.js';
+import { findSession, signOut, type SessionView } from '../domain/sessions/sessions.js';
 
 export const SESSION_COOKIE = 'od_session';
 const FLASH_COOKIE = 'od_flash';
@@ -32,6 +33,27 @@ export function requireSession(db: Kysely<Database>) {
     request.sessionToken = token;
     return undefined;
   };
+}
+
+/**
+ * Hands the browser a new session's cookie, ending the one it came with (if any): a sign-in, an
+ * accepted invitation or a password change always gets a fresh session token (rotation).
+ */
+export async function startSession(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  db: Kysely<Database>,
+  session: { token: string; expiresAt: Date },
+  secure: boolean,
+): Promise<void> {
+  const previous = request.cookies[SESSION_COOKIE];
+  if (previous && previous !== session.token) await signOut(db, previous);
+  reply.setCookie(SESSION_COOKIE, session.token, { path: '/', httpOnly: true, sameSite: 'lax', secure, expires: session.expiresAt });
+}
+
+/** Approximate origin of a request, as Activity shows it: the /24 or /48 and the browser's product name. */
+export function originOf(request: FastifyRequest): string {
+  return describeOrigin(request.ip, request.headers['user-agent']);
 }
 
 /** Every form POST carries the session's CSRF token; a request from another site cannot. */

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { FileDeps } from '../domain/files/files.js';
+import type { IdentityDeps } from '../domain/identity/mailer.js';
 import type { UrlPolicy } from '../domain/webhooks/urlGuard.js';
 import type { SignInThrottle } from './signInThrottle.js';
 
@@ -18,4 +19,6 @@ export interface DashboardDeps {
   signInThrottle: SignInThrottle;
   /** DAILY_QUOTA, for the Usage page. */
   dailyQuota: number;
+  /** Invitations and password resets: the mailer (null without SMTP_URL), PUBLIC_URL, the links' lifetimes. */
+  identity: IdentityDeps;
 }

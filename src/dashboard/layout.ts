@@ -61,7 +61,7 @@ function header(session: SessionView, section: Section): Html {
             </form>`
           : html`<span class="org">${session.orgName}</span>`
       }
-      <span class="email">${session.email}</span>
+      <a class="email" href="/settings/account" title="Your account">${session.email}</a>
       <form method="post" action="/logout" class="inline">${csrf(session)}<button type="submit" class="secondary">Sign out</button></form>
     </div>
   </header>`;

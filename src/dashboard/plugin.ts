@@ -18,6 +18,10 @@ import { groupPages } from './pages/groups.js';
 import { importPages } from './pages/import.js';
 import { labelPages } from './pages/labels.js';
 import { memberPages } from './pages/members.js';
+import { invitationPages } from './pages/invitations.js';
+import { invitePages } from './pages/invite.js';
+import { passwordResetPages } from './pages/passwordReset.js';
+import { accountPages } from './pages/account.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
@@ -103,6 +107,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     webhooks: options.webhooks,
     dailyQuota: options.dailyQuota,
     signInThrottle: options.signInThrottle,
+    identity: options.identity,
   };
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
@@ -123,6 +128,9 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   app.get('/favicon.ico', async (_request, reply) => reply.code(204).send());
 
   await app.register(authPages, deps);
+  // Pages for people who are not signed in: accepting an invitation, a forgotten password.
+  await app.register(invitePages, deps);
+  await app.register(passwordResetPages, deps);
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {
@@ -139,6 +147,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(importPages, deps);
     await pages.register(activityPages, deps);
     await pages.register(memberPages, deps);
+    await pages.register(invitationPages, deps);
+    await pages.register(accountPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
     await pages.register(requestLogPages, deps);

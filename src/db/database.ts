@@ -22,6 +22,7 @@ import * as eventActors from './migrations/016_event_actors.js';
 import * as requestLog from './migrations/017_request_log.js';
 import * as eventSystemActor from './migrations/018_event_system_actor.js';
 import * as contactEmailNfc from './migrations/019_contact_email_nfc.js';
+import * as invitationsPasswordResets from './migrations/020_invitations_password_resets.js';
 import { isConnectionLost, isStatementTimeout } from './errors.js';
 import { openPostgres, type PoolStats } from './postgres.js';
 import type { Database } from './schema.js';
@@ -190,6 +191,7 @@ export const migrations: Record<string, Migration> = {
   '017_request_log': requestLog,
   '018_event_system_actor': eventSystemActor,
   '019_contact_email_nfc': contactEmailNfc,
+  '020_invitations_password_resets': invitationsPasswordResets,
 };
 
 /** Every migration's name, oldest first (the upgrade test builds a database at each). */

@@ -6,6 +6,7 @@
  */
 import type { Generated } from 'kysely';
 import type { EventActorType, EventsTable } from './tables/events.js';
+import type { InvitationsTable, PasswordResetsTable } from './tables/identity.js';
 import type { RequestLogTable, RequestUsageTable } from './tables/requests.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.js';
 
@@ -196,6 +197,8 @@ export interface Database {
   blob_purges: BlobPurgesTable;
   settings: SettingsTable;
   sessions: SessionsTable;
+  invitations: InvitationsTable;
+  password_resets: PasswordResetsTable;
   events: EventsTable;
   request_log: RequestLogTable;
   request_usage: RequestUsageTable;

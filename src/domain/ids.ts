@@ -27,7 +27,7 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export type IdPrefix = 'con' | 'lbl' | 'grp' | 'file' | 'key' | 'org' | 'usr' | 'evt' | 'we' | 'msg' | 'att' | 'req';
+export type IdPrefix = 'con' | 'lbl' | 'grp' | 'file' | 'key' | 'org' | 'usr' | 'evt' | 'we' | 'msg' | 'att' | 'req' | 'inv' | 'pwr';
 
 const TIME_CHARS = 8; // 62^8 ms ≈ 6,900 years
 const RANDOM_CHARS = 12; // ≈ 71 bits

@@ -7,6 +7,7 @@ import type { RateLimiter, RateLimitSettings } from '../http/rateLimiter.js';
 import { MemorySignInThrottle } from './signInThrottle/memorySignInThrottle.js';
 import type { SignInThrottle } from '../dashboard/signInThrottle.js';
 import type { Db } from '../db/database.js';
+import type { Mailer } from '../domain/identity/mailer.js';
 import { VerifiedKeyCache, type KeyCacheGuard } from '../domain/apiKeys/keyCache.js';
 import { sqliteDataVersionGuard } from './keyCache/sqliteGuard.js';
 import { DependencyHealth } from './health.js';
@@ -37,6 +38,13 @@ export async function openSignInThrottle(config: Config, health = new Dependency
   if (!config.redisUrl) return new MemorySignInThrottle();
   const { RedisSignInThrottle } = await import('./signInThrottle/redisSignInThrottle.js');
   return RedisSignInThrottle.connect(config.redisUrl, { health });
+}
+
+/** Mail goes out over SMTP with SMTP_URL; without it nothing is mailed (null: links are shown instead). */
+export async function openMailer(config: Config): Promise<Mailer | null> {
+  if (!config.smtpUrl) return null;
+  const { SmtpMailer } = await import('./mail/smtpMailer.js');
+  return new SmtpMailer(config.smtpUrl, config.mailFrom);
 }
 
 /** File bytes live in an S3-compatible bucket with BLOB_STORE=s3, else under DATA_DIR/files. */

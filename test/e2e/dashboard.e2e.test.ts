@@ -137,17 +137,28 @@ describe.skipIf(!hasChromium)('dashboard in a browser', { timeout: 120_000 }, ()
   });
 
   it("keeps members out of Settings, and a demoted admin's keys stop working at once", async () => {
-    // The admin adds a second admin and a member from Settings → Members.
+    // The admin invites a second admin and a member from Settings → Members (no mail configured:
+    // the link is shown), and each opens their link and chooses their own password.
     for (const [email, role] of [
       ['bob@example.com', 'admin'],
       ['mia@example.com', 'member'],
     ] as const) {
       await page.goto(`${server.url}/settings/members`);
       await page.getByLabel('Email').fill(email);
-      await page.getByLabel('Password').fill(PASSWORD);
       await page.getByLabel('Role', { exact: true }).selectOption(role);
-      await page.getByRole('button', { name: /Add/ }).click();
-      expect(await page.getByText(email).count()).toBeGreaterThan(0);
+      await page.getByRole('button', { name: 'Invite', exact: true }).click();
+      const link = (await page.locator('#invite-link').textContent())?.trim() ?? '';
+      expect(link).toMatch(new RegExp(`^${server.url}/invite/[A-Za-z0-9_-]{43}$`));
+      const joining = await browser.newContext();
+      const joiner = await joining.newPage();
+      watchConsole(joiner, consoleErrors);
+      await joiner.goto(link);
+      await joiner.getByLabel('Choose a password').fill(PASSWORD);
+      await joiner.getByRole('button', { name: /^Join/ }).click();
+      await joiner.waitForURL(`${server.url}/contacts`);
+      await joining.close();
+      await page.goto(`${server.url}/settings/members`);
+      expect(await page.getByRole('row', { name: new RegExp(email) }).count()).toBeGreaterThan(0);
     }
 
     const memberContext = await browser.newContext();

@@ -321,4 +321,36 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
   async '018_event_system_actor'() {},
   // Emails in NFC: its decomposed address is in 001's contacts (Jürgen), composed from 019 on.
   async '019_contact_email_nfc'() {},
+  // A pending invitation and an unused reset link (hashes of tokens nobody holds).
+  async '020_invitations_password_resets'(f) {
+    const at = f.at();
+    const later = new Date(Date.parse(at) + 3600_000).toISOString();
+    const hash = (text: string) => createHash('sha256').update(text).digest('hex');
+    const invitation = `inv_fixture020${f.seed.orgId.slice(-6)}`;
+    await f.db
+      .insertInto('invitations')
+      .values({
+        id: invitation,
+        org_id: f.seed.orgId,
+        email: 'invited@example.com',
+        email_lower: 'invited@example.com',
+        role: 'member',
+        token_hash: hash(`invite ${invitation}`),
+        invited_by: f.seed.adminId,
+        created_at: at,
+        sent_at: at,
+        expires_at: later,
+        accepted_at: null,
+        accepted_by: null,
+        revoked_at: null,
+      })
+      .execute();
+    const reset = `pwr_fixture020${f.seed.orgId.slice(-6)}`;
+    await f.db
+      .insertInto('password_resets')
+      .values({ id: reset, user_id: f.seed.adminId, token_hash: hash(`reset ${reset}`), created_at: at, expires_at: later, used_at: null })
+      .execute();
+    f.seed.rows.push({ table: 'invitations', where: { id: invitation } });
+    f.seed.rows.push({ table: 'password_resets', where: { id: reset } });
+  },
 };

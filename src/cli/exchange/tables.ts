@@ -26,6 +26,10 @@ export const TABLES: readonly { name: string; orgColumn: string | null }[] = [
   { name: 'blob_purges', orgColumn: null },
   { name: 'settings', orgColumn: null },
   { name: 'sessions', orgColumn: null },
+  // Invitations and password-reset links (migration 020): hashes of secret links, and who was
+  // invited: the installation's, like sessions, not the organisation's data.
+  { name: 'invitations', orgColumn: null },
+  { name: 'password_resets', orgColumn: null },
   { name: 'events', orgColumn: 'org_id' },
   { name: 'webhook_endpoints', orgColumn: null },
   { name: 'webhook_deliveries', orgColumn: null },

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { listActivity, type ActivityFilters } from '../../domain/events/activity.js';
 import { activityActors, describeRecords, recordKey } from '../../domain/events/names.js';
+import { MEMBER_EVENT_TYPES } from '../../domain/events/memberEvents.js';
 import { EVENT_TYPES, type EventResource } from '../../domain/events/types.js';
 import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
 import { ctxOf, takeFlash, text } from '../context.js';
@@ -89,8 +90,9 @@ export const activityPages: FastifyPluginAsync<DashboardDeps> = async (app, { db
         body: html`<h1>Activity</h1>
           <p>
             What happened to ${session.orgName}'s contacts, labels, groups and files, newest first, and who did it: a person in the
-            dashboard, an API key, or the system (the operator's command line). <strong>Request</strong> is the <code>request_id</code> a
-            caller quotes from an error or a response header.
+            dashboard, an API key, or the system (the operator's command
+            line).${session.role === 'admin' ? ' Admins also see invitations and password changes, with where they came from.' : ''}
+            <strong>Request</strong> is the <code>request_id</code> a caller quotes from an error or a response header.
           </p>
           <form method="get" action="/activity" class="row" role="search" aria-label="Filter activity">
             <div class="field">
@@ -104,6 +106,13 @@ export const activityPages: FastifyPluginAsync<DashboardDeps> = async (app, { db
                       ${EVENT_TYPES.filter((t) => t.startsWith(`${resource}.`)).map((t) => option(t, t, type))}
                     </optgroup>`,
                 )}
+                ${
+                  session.role === 'admin'
+                    ? html`<optgroup label="Members (admins only)">
+                        ${option('member.*', 'All member events', type)} ${MEMBER_EVENT_TYPES.map((t) => option(t, t, type))}
+                      </optgroup>`
+                    : ''
+                }
               </select>
             </div>
             <div class="field">

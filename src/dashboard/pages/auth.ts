@@ -1,9 +1,10 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { ServiceError, UnavailableError } from '../../domain/errors.js';
 import { signIn, signOut, switchOrg } from '../../domain/sessions/sessions.js';
-import { SESSION_COOKIE, checkCsrf, flash, requireSession, text } from '../context.js';
+import { SESSION_COOKIE, checkCsrf, flash, requireSession, startSession, text } from '../context.js';
 import { field, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
+import { crossSite } from '../formGuard.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 
 function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string }): string {
@@ -19,6 +20,7 @@ function loginPage(options: { email?: string; errors?: FieldErrors; alert?: stri
         ${field({ name: 'password', label: 'Password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
         <button type="submit">Sign in</button>
       </form>
+      <p><a href="/forgot-password">Forgot your password?</a></p>
     </div>`,
   });
 }
@@ -47,18 +49,6 @@ export function safeNext(next: string): string {
     return fallback;
   }
   return url.pathname + url.search + url.hash;
-}
-
-/** A sign-in form posted from another site (login CSRF) is refused: browsers say where it came from. */
-function crossSite(request: FastifyRequest): boolean {
-  if (request.headers['sec-fetch-site'] === 'cross-site') return true;
-  const origin = request.headers.origin;
-  if (!origin || origin === 'null') return origin === 'null';
-  try {
-    return new URL(origin).host !== request.headers.host;
-  } catch {
-    return true;
-  }
 }
 
 export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies, signInThrottle }) => {
@@ -106,13 +96,7 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
       const session = await signIn(db, email, password, new Date());
       // Not forgiving the attempt only leaves one count too many: no reason to fail the sign-in.
       await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-      reply.setCookie(SESSION_COOKIE, session.token, {
-        path: '/',
-        httpOnly: true,
-        sameSite: 'lax',
-        secure: secureCookies,
-        expires: session.expiresAt,
-      });
+      await startSession(request, reply, db, session, secureCookies);
       return reply.redirect(safeNext(next), 303);
     } catch (error) {
       if (!(error instanceof ServiceError)) throw error;

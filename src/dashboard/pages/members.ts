@@ -1,49 +1,22 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { ConflictError, NotFoundError, ValidationError } from '../../domain/errors.js';
-import { addOrgMember, changeMemberRole, listOrgMembers, removeOrgMember, type MemberView } from '../../domain/orgs/members.js';
+import { NotFoundError, ValidationError } from '../../domain/errors.js';
+import { listInvitations, type InvitationLink } from '../../domain/identity/invitations.js';
+import { changeMemberRole, listOrgMembers, removeOrgMember, type MemberView } from '../../domain/orgs/members.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
 import { ctxOf, flash, requireAdmin, takeFlash, text } from '../context.js';
-import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
+import { html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { inviteForm, newLinkBox, pendingInvitations, type InviteValues } from './invitationViews.js';
 
-const MEMBERS = '/settings/members';
+export const MEMBERS = '/settings/members';
 
 const keys = (n: number) => `${n} API key${n === 1 ? '' : 's'}`;
 
 function send(reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply.code(status).type('text/html; charset=utf-8').send(body);
-}
-
-interface AddValues {
-  email?: string;
-  role?: string;
-}
-
-function addForm(session: SessionView, values: AddValues = {}, errors?: FieldErrors): Html {
-  const role = values.role ?? 'member';
-  return html`<form method="post" action="${MEMBERS}" novalidate>
-    ${csrf(session)}
-    ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, errors, required: true, autocomplete: 'off' })}
-    ${field({
-      name: 'password',
-      label: 'Password',
-      type: 'password',
-      errors,
-      required: true,
-      autocomplete: 'new-password',
-      hint: 'At least 8 characters. Someone who already has an orgdata account keeps their own password.',
-    })}
-    <div class="field${errors?.role ? ' has-error' : ''}">
-      <label for="f-role">Role</label>
-      <select id="f-role" name="role" ${errors?.role ? html` aria-invalid="true" aria-describedby="f-role-error"` : ''}>
-        <option value="member" ${role === 'member' ? html` selected` : ''}>Member: works with contacts, labels, groups and files</option>
-        <option value="admin" ${role === 'admin' ? html` selected` : ''}>Admin: also manages members and API keys</option>
-      </select>
-      ${errors?.role ? html`<p class="error" id="f-role-error">${errors.role}</p>` : ''}
-    </div>
-    <button type="submit">Add member</button>
-  </form>`;
 }
 
 function memberRow(session: SessionView, m: MemberView, rowError?: string): Html {
@@ -80,46 +53,59 @@ function keysWarning(verb: string, member: MemberView): string {
   return `${verb} ${member.email} revokes the ${keys(n)} they created. Integrations using ${n === 1 ? 'it' : 'them'} stop working at once.`;
 }
 
+export interface MembersPageOptions {
+  status?: number;
+  values?: InviteValues;
+  errors?: FieldErrors;
+  rowError?: { email: string; message: string };
+  /** A link just made (an invitation, a resend), shown this once unless it was mailed. */
+  link?: { link: InvitationLink; action: 'invited' | 'resent' };
+}
+
+/** The Members page: members with their roles, pending invitations, and the Invite form. */
+export async function membersPage(request: FastifyRequest, reply: FastifyReply, db: Kysely<Database>, options: MembersPageOptions = {}) {
+  const session = request.session!;
+  const ctx = ctxOf(request, db);
+  const [members, invitations] = await Promise.all([listOrgMembers(ctx), listInvitations(ctx)]);
+  const { rowError } = options;
+  return send(
+    reply,
+    options.status ?? 200,
+    page({
+      title: 'Members',
+      session,
+      section: 'members',
+      notice: takeFlash(request, reply),
+      body: html`<h1>Members of ${session.orgName}</h1>
+        ${rowError ? html`<div class="alert" role="alert">${rowError.email}: ${rowError.message}</div>` : ''}
+        ${options.link ? newLinkBox(options.link.link, options.link.action) : ''}
+        <p>Admins manage members and API keys. An API key stops working when the admin who created it is demoted or removed.</p>
+        <table class="members">
+          <thead>
+            <tr>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">Joined</th>
+              <th scope="col">Live API keys</th>
+              <th scope="col"><span class="visually-hidden">Remove</span></th>
+            </tr>
+          </thead>
+          <tbody>
+            ${members.map((m) => memberRow(session, m, rowError && rowError.email.toLowerCase() === m.email.toLowerCase() ? rowError.message : undefined))}
+          </tbody>
+        </table>
+        <h2>Pending invitations</h2>
+        ${pendingInvitations(session, invitations)}
+        <h2 id="invite">Invite someone</h2>
+        ${options.errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
+        ${inviteForm(session, options.values, options.errors)}`,
+    }),
+  );
+}
+
 export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }) => {
-  async function listPage(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    options: { status?: number; values?: AddValues; errors?: FieldErrors; rowError?: { email: string; message: string } } = {},
-  ) {
-    const session = request.session!;
-    const members = await listOrgMembers(ctxOf(request, db));
-    const { rowError } = options;
-    return send(
-      reply,
-      options.status ?? 200,
-      page({
-        title: 'Members',
-        session,
-        section: 'members',
-        notice: takeFlash(request, reply),
-        body: html`<h1>Members of ${session.orgName}</h1>
-          ${rowError ? html`<div class="alert" role="alert">${rowError.email}: ${rowError.message}</div>` : ''}
-          <p>Admins manage members and API keys. An API key stops working when the admin who created it is demoted or removed.</p>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Role</th>
-                <th scope="col">Joined</th>
-                <th scope="col">Live API keys</th>
-                <th scope="col"><span class="visually-hidden">Remove</span></th>
-              </tr>
-            </thead>
-            <tbody>
-              ${members.map((m) => memberRow(session, m, rowError && rowError.email.toLowerCase() === m.email.toLowerCase() ? rowError.message : undefined))}
-            </tbody>
-          </table>
-          <h2>Add a member</h2>
-          ${options.errors ? html`<div class="alert" role="alert">Please fix the fields marked below.</div>` : ''}
-          ${addForm(session, options.values, options.errors)}`,
-      }),
-    );
-  }
+  const listPage = (request: FastifyRequest, reply: FastifyReply, options: MembersPageOptions = {}) =>
+    membersPage(request, reply, db, options);
 
   /**
    * The member the form names (a 404 page if they are not, or no longer, a member), and whether
@@ -188,25 +174,6 @@ export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }
   app.get(MEMBERS, async (request, reply) => {
     requireAdmin(request);
     return listPage(request, reply);
-  });
-
-  app.post(MEMBERS, async (request, reply) => {
-    requireAdmin(request);
-    const values = { email: text(request.body, 'email').trim(), role: text(request.body, 'role') };
-    try {
-      const added = await addOrgMember(ctxOf(request, db), { ...values, password: text(request.body, 'password') });
-      flash(
-        reply,
-        `Added ${added.email} as ${added.role === 'admin' ? 'an admin' : 'a member'}.${added.created ? '' : ' They already had an account and keep their password.'}`,
-      );
-      return reply.redirect(MEMBERS, 303);
-    } catch (error) {
-      let errors: FieldErrors | null = null;
-      if (error instanceof ValidationError) errors = fieldErrors(error.errors);
-      else if (error instanceof ConflictError && error.code === 'member_exists') errors = { email: error.message };
-      if (!errors) throw error;
-      return listPage(request, reply, { status: 400, values, errors });
-    }
   });
 
   app.post(`${MEMBERS}/role`, async (request, reply) => {

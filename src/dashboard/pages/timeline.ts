@@ -56,21 +56,25 @@ const PAGES: Record<RecordName['kind'], (id: string) => string> = {
   group: (id) => `/groups/${id}`,
   label: () => '/labels',
   file: () => '/files',
+  member: () => '/settings/members',
 };
 
 /** A record by name, linking to its page while it exists. */
 export function recordLink(record: RecordName): Html {
   const name = record.exists ? html`<a href="${PAGES[record.kind](record.id)}">${record.name}</a>` : html`<span>${record.name}</span>`;
   const email = record.email && record.email !== record.name ? html` <span class="muted">${record.email}</span>` : '';
-  const gone = record.exists ? '' : html` <span class="muted">(${record.erased ? 'erased' : 'deleted'})</span>`;
+  // A person (identity changes) is named as the event held them: not a record that was deleted.
+  const gone = record.exists || record.kind === 'member' ? '' : html` <span class="muted">(${record.erased ? 'erased' : 'deleted'})</span>`;
   return html`${name}${email}${gone}`;
 }
 
 /** What an event was: its type, what it happened to, and for an update the fields before → after. */
 export function whatCell(item: ActivityItem): Html {
   const group = item.group ? html` in group ${recordLink(item.group)}` : '';
+  const role = item.role ? html` <span class="muted">as ${item.role}</span>` : '';
+  const origin = item.origin ? html`<div class="muted">from ${item.origin}</div>` : '';
   return html`<code>${item.type}</code>
-    ${recordLink(item.record)}${group}${item.changes ? html`<div>${changeTable(item.changes)}</div>` : ''}`;
+    ${recordLink(item.record)}${role}${group}${item.changes ? html`<div>${changeTable(item.changes)}</div>` : ''}${origin}`;
 }
 
 /** The events as a table: when, what, who, and the request (what a caller quotes). */

@@ -3,7 +3,8 @@ import type { Ctx } from '../context.js';
 import { ValidationError } from '../errors.js';
 import type { Position } from '../pagination.js';
 import { describeActors, describeRecords, recordKey, type ActorName, type RecordName } from './names.js';
-import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventResource, type EventType } from './types.js';
+import { isMemberEventType, type ActivityResource, type MemberEventType } from './memberEvents.js';
+import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventType } from './types.js';
 
 /**
  * Activity (issue 20): what happened to the organisation's data and who did it, newest first, for
@@ -43,7 +44,7 @@ export interface FieldChange {
 
 export interface ActivityItem {
   id: string;
-  type: EventType;
+  type: EventType | MemberEventType;
   created_at: string;
   request_id: string | null;
   actor: ActorName;
@@ -53,6 +54,10 @@ export interface ActivityItem {
   group: RecordName | null;
   /** An `*.updated` event's changed fields (none once an erasure removed them); null for other types. */
   changes: FieldChange[] | null;
+  /** An identity change's approximate origin (`203.0.113.0/24 · Mozilla`); null for other events and the CLI's. */
+  origin: string | null;
+  /** An invitation's role, for identity changes that name one. */
+  role: string | null;
 }
 
 export interface ActivityPage {
@@ -62,16 +67,37 @@ export interface ActivityPage {
 }
 
 const COLUMNS = ['id', 'type', 'created_at', 'data', 'actor_type', 'actor_id', 'request_id', 'subject_id', 'related_id'] as const;
-const RESOURCE_COUNT = Object.keys(READ_SCOPE).length;
+// Every resource Activity lists: the data's, and `member` (identity changes, memberEvents.ts).
+const RESOURCE_COUNT = Object.keys(READ_SCOPE).length + 1;
 const ID = /^[a-z]{2,4}_[0-9A-Za-z]{1,40}$/;
 
 interface StoredData {
   object?: Record<string, unknown> & { id?: string; object?: string };
   previous_attributes?: Record<string, unknown>;
+  /** Identity changes: where from. */
+  origin?: string | null;
+}
+
+/**
+ * What an actor may read in Activity: the events of the data its scopes cover, and, for an admin,
+ * the identity changes (invitations, passwords, with their origins): like GitHub's and Stripe's
+ * security logs, for those who manage the members.
+ */
+function activityResources(ctx: Ctx): ActivityResource[] {
+  const readable: ActivityResource[] = readableResources(ctx.actor);
+  if (ctx.actor.kind === 'user' && ctx.actor.role === 'admin') readable.push('member');
+  return readable;
+}
+
+/** A type filter: an event type or prefix, or `member.*` and the identity changes' types. */
+function parseActivityPattern(type: string): { exact: string } | { prefix: string } | null {
+  if (type === 'member.*') return { prefix: 'member.' };
+  if (isMemberEventType(type)) return { exact: type };
+  return parsePattern(type);
 }
 
 function checkFilters(filters: ActivityFilters): { pattern: { exact: string } | { prefix: string } } {
-  const pattern = filters.type === undefined || filters.type === '' ? { prefix: '' } : parsePattern(filters.type);
+  const pattern = filters.type === undefined || filters.type === '' ? { prefix: '' } : parseActivityPattern(filters.type);
   if (!pattern) throw ValidationError.field('type', 'must be an event type or a prefix such as contact.*');
   if (filters.actor !== undefined && filters.actor !== 'system' && !ID.test(filters.actor)) {
     throw ValidationError.field('actor', 'must be an API key id, a user id or system');
@@ -83,8 +109,11 @@ function checkFilters(filters: ActivityFilters): { pattern: { exact: string } | 
 /** The organisation's events, newest first, a page at a time, with names for who and what. */
 export async function listActivity(ctx: Ctx, page: ActivityPageRequest, filters: ActivityFilters = {}): Promise<ActivityPage> {
   const { pattern } = checkFilters(filters);
-  const readable = readableResources(ctx.actor);
-  const resource = 'exact' in pattern ? resourceOf(pattern.exact as EventType) : (pattern.prefix.slice(0, -1) as EventResource | '');
+  const readable = activityResources(ctx);
+  const resource =
+    'exact' in pattern
+      ? (resourceOf(pattern.exact as EventType) as ActivityResource)
+      : (pattern.prefix.slice(0, -1) as ActivityResource | '');
   if (resource !== '' ? !readable.includes(resource) : readable.length === 0) return { items: [], hasOlder: false, hasNewer: false };
   const newer = page.newer ?? null;
   const position = newer ?? page.older ?? null;
@@ -145,6 +174,8 @@ export async function listActivity(ctx: Ctx, page: ActivityPageRequest, filters:
       record: names(record!),
       group: group ? names(group) : null,
       changes: row.type.endsWith('.updated') ? changesOf(data) : null,
+      origin: typeof data.origin === 'string' ? data.origin : null,
+      role: isMemberEventType(row.type) && typeof data.object?.role === 'string' ? data.object.role : null,
     };
   });
   return ascending ? { items, hasOlder: true, hasNewer: more } : { items, hasOlder: more, hasNewer: position !== null };
@@ -161,6 +192,7 @@ function beyond(position: Position, ascending: boolean): RawBuilder<SqlBool> {
 function refsOf(type: EventType, subjectId: string | null, data: StoredData): ReturnType<typeof recordKey>[] {
   const object = data.object ?? {};
   const id = subjectId ?? String(object.id ?? '');
+  if (isMemberEventType(type)) return [recordKey('member', id, object)];
   if (type.startsWith('group.member_')) {
     return [recordKey('contact', id, null), recordKey('group', String(object.group_id ?? ''), null)];
   }

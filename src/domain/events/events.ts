@@ -42,8 +42,10 @@ export async function listEvents(ctx: Ctx, page: PageRequest, filters: EventFilt
   const readable = resource === '' || resources.includes(resource);
   if ('exact' in pattern) query = query.where('type', '=', pattern.exact);
   else if (resource !== '') query = query.where('resource', '=', resource);
-  // Every event's resource is one of these: a key reading them all needs no condition.
   else if (resources.length < RESOURCE_COUNT) query = query.where('resource', 'in', resources);
+  // A key reading every resource still never sees the members' identity changes (resource
+  // `member`, memberEvents.ts): Activity shows them to admins; they are not API events.
+  else query = query.where('resource', '<>', 'member');
   if (filters.createdAfter !== undefined) query = query.where('created_at', '>', parseInstant('created_after', filters.createdAfter));
   if (filters.createdBefore !== undefined) query = query.where('created_at', '<', parseInstant('created_before', filters.createdBefore));
   if (!readable) return { items: [], hasMore: false };

@@ -2,6 +2,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Ctx } from '../context.js';
 import type { Database } from '../../db/schema.js';
 import type { EventActorType } from '../../db/tables/events.js';
+import type { ActivityResource } from './memberEvents.js';
 import type { EventResource } from './types.js';
 
 /**
@@ -21,7 +22,8 @@ export interface ActorName {
 
 /** A record an event names, as it is now if it still exists, else as the event held it. */
 export interface RecordName {
-  kind: EventResource;
+  /** `member`: a person an identity change was about (named as the event held them). */
+  kind: ActivityResource;
   id: string;
   /** A contact's full name (or email), a label's, group's or file's name; the id when not known. */
   name: string;
@@ -35,12 +37,12 @@ export interface RecordName {
 
 /** A record to name, with the event's copy of it (null when the event holds only its id). */
 export interface RecordKey {
-  kind: EventResource;
+  kind: ActivityResource;
   id: string;
   snapshot: Record<string, unknown> | null;
 }
 
-export function recordKey(kind: EventResource, id: string, snapshot: Record<string, unknown> | null): RecordKey {
+export function recordKey(kind: ActivityResource, id: string, snapshot: Record<string, unknown> | null): RecordKey {
   return { kind, id, snapshot };
 }
 

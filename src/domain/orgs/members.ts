@@ -1,7 +1,7 @@
 import type { Role } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ForbiddenError } from '../errors.js';
-import { addUser, removeMember, setRole } from './orgs.js';
+import { removeMember, setRole } from './orgs.js';
 
 /** Member management is for people who are admins of the organisation, never for API keys. */
 function requireAdmin(ctx: Ctx): string {
@@ -46,11 +46,6 @@ export async function listOrgMembers(ctx: Ctx): Promise<MemberView[]> {
     joined_at: r.created_at,
     active_keys: Number(r.active_keys ?? 0),
   }));
-}
-
-export async function addOrgMember(ctx: Ctx, input: { email: string; password: string; role: string }) {
-  requireAdmin(ctx);
-  return addUser(ctx.db, { orgId: ctx.orgId, ...input }, ctx.now);
 }
 
 /** Demoting an admin revokes the keys they created (see setRole). */

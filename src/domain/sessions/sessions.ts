@@ -52,14 +52,28 @@ export async function signIn(
   const orgs = await membershipsOf(db, user.id);
   const first = orgs[0];
   if (!first) throw new ForbiddenError('This account does not belong to any organisation yet.');
+  return openSession(db, user.id, first.id, now);
+}
+
+/**
+ * A new session (a new token, a new CSRF token) for a user in one of their organisations: what a
+ * sign-in, an accepted invitation and a password change end with. Callers end the session the
+ * request came with, if any: every change of who is signed in or how gets a fresh token.
+ */
+export async function openSession(
+  db: Kysely<Database>,
+  userId: string,
+  orgId: string,
+  now: Date,
+): Promise<{ token: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + SESSION_DAYS * DAY_MS);
   await db
     .insertInto('sessions')
     .values({
       id_hash: hashToken(token),
-      user_id: user.id,
-      org_id: first.id,
+      user_id: userId,
+      org_id: orgId,
       csrf_token: randomBytes(24).toString('base64url'),
       created_at: nowIso(now),
       expires_at: nowIso(expiresAt),

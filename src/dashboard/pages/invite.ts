@@ -1,0 +1,101 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { UnauthorizedError, UnavailableError, ValidationError } from '../../domain/errors.js';
+import { acceptInvitation, findInvitation, type InvitationOffer } from '../../domain/identity/invitationAcceptance.js';
+import { openSession } from '../../domain/sessions/sessions.js';
+import { flash, originOf, startSession, text } from '../context.js';
+import { checkFormToken, formToken } from '../formGuard.js';
+import { field, fieldErrors, html, type FieldErrors } from '../html.js';
+import { page } from '../layout.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
+import { formField, linkGone } from './linkGone.js';
+
+function invitePage(offer: InvitationOffer, token: string, csrfToken: string, options: { errors?: FieldErrors; alert?: string } = {}) {
+  const role = offer.role === 'admin' ? 'an admin' : 'a member';
+  return page({
+    title: `Join ${offer.orgName}`,
+    session: null,
+    body: html`<div class="login card">
+      <h1>Join ${offer.orgName} on orgdata</h1>
+      <p><strong>${offer.email}</strong> is invited to join <strong>${offer.orgName}</strong> as ${role}.</p>
+      ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
+      <form method="post" action="/invite/${token}" novalidate>
+        ${formField(csrfToken)}
+        <input type="hidden" name="email" value="${offer.email}" autocomplete="username" />
+        ${
+          offer.hasAccount
+            ? html`<p>You already have an orgdata account with this email. Sign in with its password to join.</p>
+                ${field({ name: 'password', label: 'Your password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
+                <button type="submit">Sign in and join</button>
+                <p class="hint">Forgot it? <a href="/forgot-password">Reset your password</a>, then open this link again.</p>`
+            : html`${field({
+                  name: 'password',
+                  label: 'Choose a password',
+                  type: 'password',
+                  errors: options.errors,
+                  required: true,
+                  autocomplete: 'new-password',
+                  hint: 'At least 8 characters, not your email address. Only you will know it.',
+                })} <button type="submit">Join ${offer.orgName}</button>`
+        }
+      </form>
+    </div>`,
+  });
+}
+
+/**
+ * `GET/POST /invite/TOKEN`: what an invitation link opens (see domain/identity/invitationAcceptance.ts).
+ * Accepting signs the person in with a new session and uses the link up.
+ */
+export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secret, secureCookies, signInThrottle }) => {
+  const show = (request: FastifyRequest, reply: FastifyReply, offer: InvitationOffer, token: string, status: number, extra = {}) =>
+    reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(invitePage(offer, token, formToken(request, reply, secret, secureCookies), extra));
+
+  app.get<{ Params: { token: string } }>('/invite/:token', async (request, reply) => {
+    const offer = await findInvitation(db, request.params.token, new Date());
+    if (!offer) return linkGone(reply, 'invitation');
+    return show(request, reply, offer, request.params.token, 200);
+  });
+
+  app.post<{ Params: { token: string } }>('/invite/:token', async (request, reply) => {
+    checkFormToken(request, secret, text(request.body, '_csrf'));
+    const { token } = request.params;
+    const offer = await findInvitation(db, token, new Date());
+    if (!offer) return linkGone(reply, 'invitation');
+    const password = text(request.body, 'password');
+    if (!password) return show(request, reply, offer, token, 400, { errors: { password: 'Enter a password.' } });
+    // Signing in to an existing account through the invitation is a sign-in: the same limits.
+    let attempt = null;
+    if (offer.hasAccount) {
+      try {
+        attempt = await signInThrottle.begin(offer.email, request.ip);
+      } catch (error) {
+        if (!(error instanceof UnavailableError)) throw error;
+        reply.header('retry-after', '5');
+        return show(request, reply, offer, token, 503, { alert: 'Signing in is unavailable for a moment. Try again in a few seconds.' });
+      }
+      if (attempt.waitSeconds > 0) {
+        const minutes = Math.ceil(attempt.waitSeconds / 60);
+        reply.header('retry-after', String(attempt.waitSeconds));
+        return show(request, reply, offer, token, 429, {
+          alert: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+        });
+      }
+    }
+    let accepted;
+    try {
+      accepted = await acceptInvitation(db, token, password, { requestId: request.id, origin: originOf(request) }, new Date());
+    } catch (error) {
+      if (error instanceof ValidationError) return show(request, reply, offer, token, 400, { errors: fieldErrors(error.errors) });
+      if (error instanceof UnauthorizedError) return show(request, reply, offer, token, 401, { errors: { password: error.message } });
+      throw error;
+    }
+    if (!accepted) return linkGone(reply, 'invitation');
+    await attempt?.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
+    await startSession(request, reply, db, await openSession(db, accepted.userId, accepted.orgId, new Date()), secureCookies);
+    flash(reply, `Welcome to ${offer.orgName}. You are signed in as ${offer.email}.`);
+    return reply.redirect('/contacts', 303);
+  });
+};

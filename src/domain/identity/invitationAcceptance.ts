@@ -1,0 +1,145 @@
+import type { Kysely } from 'kysely';
+import type { Database, Role } from '../../db/schema.js';
+import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { recordMemberEvent } from '../events/memberEvents.js';
+import { newId, nowIso } from '../ids.js';
+import { hashPassword, verifyPassword } from '../orgs/passwords.js';
+import { checkNewPassword } from './newPassword.js';
+import { lookupHash, sameHash } from './secretLinks.js';
+
+/**
+ * The invited person's side: `GET /invite/TOKEN` shows what the link offers, and accepting it
+ * makes the account (with the password they choose) or, when the email has one already, asks for
+ * that account's password: the membership is added once they have signed in. Either way the link
+ * is used up in the same transaction that adds the membership, so it works once.
+ */
+
+export interface InvitationOffer {
+  id: string;
+  orgId: string;
+  orgName: string;
+  email: string;
+  role: Role;
+  expires_at: string;
+  /** The email has an orgdata account: the person signs in with its password instead of choosing one. */
+  hasAccount: boolean;
+}
+
+/** What a link offers; null when it is unknown, used, revoked or expired (all answered alike: 410). */
+export async function findInvitation(db: Kysely<Database>, token: string, now: Date): Promise<InvitationOffer | null> {
+  const hash = lookupHash(token);
+  if (!hash) return null;
+  const row = await db
+    .selectFrom('invitations')
+    .innerJoin('orgs', 'orgs.id', 'invitations.org_id')
+    .select([
+      'invitations.id',
+      'invitations.org_id',
+      'orgs.name as org_name',
+      'invitations.email',
+      'invitations.role',
+      'invitations.token_hash',
+      'invitations.expires_at',
+    ])
+    .where('invitations.token_hash', '=', hash)
+    .where('invitations.accepted_at', 'is', null)
+    .where('invitations.revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (!row || !sameHash(row.token_hash, hash) || row.expires_at <= nowIso(now)) return null;
+  const user = await db.selectFrom('users').select('id').where('email_lower', '=', row.email.toLowerCase()).executeTakeFirst();
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    orgName: row.org_name,
+    email: row.email,
+    role: row.role,
+    expires_at: row.expires_at,
+    hasAccount: user !== undefined,
+  };
+}
+
+/**
+ * Accepts an invitation with `password`: the new account's, or the existing account's (checked
+ * like a sign-in). Returns the person and organisation to open a session for, or null when the
+ * link no longer works (used, revoked or expired meanwhile).
+ */
+export async function acceptInvitation(
+  db: Kysely<Database>,
+  token: string,
+  password: string,
+  request: { requestId: string; origin: string | null },
+  now: Date,
+): Promise<{ userId: string; orgId: string; created: boolean } | null> {
+  const offer = await findInvitation(db, token, now);
+  if (!offer) return null;
+  const hash = lookupHash(token)!;
+  const existing = await db
+    .selectFrom('users')
+    .select(['id', 'password_hash', 'deactivated_at'])
+    .where('email_lower', '=', offer.email.toLowerCase())
+    .executeTakeFirst();
+  let passwordHash: string | null = null;
+  if (existing) {
+    if (!(await verifyPassword(existing.password_hash, password.slice(0, 1024)))) {
+      throw new UnauthorizedError(`That is not the password of the orgdata account of ${offer.email}.`);
+    }
+    if (existing.deactivated_at !== null) throw new ForbiddenError('This account is deactivated: ask the operator.');
+  } else {
+    checkNewPassword(password, offer.email);
+    // Hashed before the transaction: the write lock must not wait on tens of milliseconds of hashing.
+    passwordHash = await hashPassword(password);
+  }
+  return db.transaction().execute(async (trx) => {
+    const at = nowIso(now);
+    const used = await trx
+      .updateTable('invitations')
+      .set({ accepted_at: at })
+      .where('id', '=', offer.id)
+      .where('token_hash', '=', hash)
+      .where('accepted_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', at)
+      .executeTakeFirst();
+    if (Number(used.numUpdatedRows) !== 1) return null;
+    const holder = await trx.selectFrom('users').select('id').where('email_lower', '=', offer.email.toLowerCase()).executeTakeFirst();
+    // An account made for this email since the password was checked: its password was not.
+    if (holder && !existing) throw new UnauthorizedError(`An orgdata account for ${offer.email} exists now: sign in with its password.`);
+    let userId = existing?.id;
+    if (!userId) {
+      userId = newId('usr');
+      await trx
+        .insertInto('users')
+        .values({
+          id: userId,
+          email: offer.email,
+          email_lower: offer.email.toLowerCase(),
+          name: offer.email.split('@')[0] ?? offer.email,
+          password_hash: passwordHash!,
+          created_at: at,
+          deactivated_at: null,
+        })
+        .execute();
+    }
+    await trx.updateTable('invitations').set({ accepted_by: userId }).where('id', '=', offer.id).execute();
+    const member = await trx
+      .selectFrom('memberships')
+      .select('role')
+      .where('org_id', '=', offer.orgId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    // Added meanwhile by other means (the operator's CLI): the membership stands as it is.
+    if (!member) {
+      await trx.insertInto('memberships').values({ org_id: offer.orgId, user_id: userId, role: offer.role, created_at: at }).execute();
+    }
+    const cause = { actor_type: 'user' as const, actor_id: userId, request_id: request.requestId, origin: request.origin };
+    await recordMemberEvent(
+      trx,
+      [offer.orgId],
+      'member.joined',
+      { object: 'member', id: userId, email: offer.email, role: offer.role },
+      cause,
+      now,
+    );
+    return { userId, orgId: offer.orgId, created: !existing };
+  });
+}
