@@ -43,6 +43,25 @@ describe.each(DIALECTS)('contact batches on %s', (dialect) => {
     ]);
   });
 
+  it('lists the new contacts of a batch in the order they were sent, though it inserts them in e-mail order', async () => {
+    // Emails in reverse alphabetical order: the insert (sorted by e-mail, so overlapping batches
+    // take their rows in one order) must not reorder the contacts' ids, which a list sorts by.
+    const tag = `order${seq++}`;
+    const contacts = ['zed', 'mid', 'abe', 'kay'].map((n) => ({
+      first_name: n,
+      email: `${n}-${tag}@example.com`,
+      external_id: `${tag}-${n}`,
+    }));
+    const res = await batch({ mode: 'upsert', match_on: 'external_id', contacts });
+    expect(res.statusCode, res.body).toBe(200);
+    const sent = (res.json().data as Item[]).map((d) => d.contact!.id);
+    const listed = (await h.call(key, 'GET', `/api/v1/contacts?sort=created_at&limit=100&q=${tag}`))
+      .json()
+      .data.map((c: { id: string }) => c.id);
+    expect(listed).toEqual(sent);
+    expect([...sent].sort()).toEqual(sent);
+  });
+
   it('answers each failed item with its own problem and writes the others (not atomic)', async () => {
     const existing = (await h.call(key, 'POST', '/api/v1/contacts', { first_name: 'E', email: email(), external_id: `x-${seq}` })).json();
     const a = email();

@@ -3,6 +3,7 @@ import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ServiceError } from '../errors.js';
+import { newId } from '../ids.js';
 import { conflictAfter } from './conflicts.js';
 import { insertNewContacts, patchInTransaction, type ContactInput } from './contacts.js';
 import { patchContacts } from './patch.js';
@@ -83,6 +84,8 @@ export async function createAll(
   creates: [number, ContactInput][],
   answers: BatchAnswers,
 ): Promise<[number, ContactInput][]> {
+  // Ids made in the items' order (ids begin with their time): the contacts list as they were sent.
+  const idOf = new Map([...creates].sort(([a], [b]) => a - b).map(([index]) => [index, newId('con')]));
   const sorted = [...creates].sort(byEmail);
   const taken: [number, ContactInput][] = [];
   const made = await undoneOnError(trx, () =>
@@ -91,6 +94,7 @@ export async function createAll(
       ctx,
       sorted.map(([, input]) => input),
       'api',
+      sorted.map(([index]) => idOf.get(index)!),
     ),
   );
   if ('value' in made) {
@@ -101,7 +105,7 @@ export async function createAll(
   // A label named was deleted since the plan: each item on its own, to tell which.
   const failed = new Map<number, ServiceError>();
   for (const [index, input] of sorted) {
-    const one = await undoneOnError(trx, () => insertNewContacts(trx, ctx, [input], 'api'));
+    const one = await undoneOnError(trx, () => insertNewContacts(trx, ctx, [input], 'api', [idOf.get(index)!]));
     if (!('value' in one)) {
       if (!(one.error instanceof ServiceError)) throw one.error;
       failed.set(index, one.error);

@@ -116,15 +116,18 @@ export async function insertContacts(
 /**
  * Writes new contacts as insertContacts does, but skips each whose email or external id another
  * contact holds (a batch's plan overtaken by another request's commit) rather than fail: its
- * place in the answer is null, and it has no labels, metadata or event.
+ * place in the answer is null, and it has no labels, metadata or event. `ids` (one per input)
+ * are the contacts' ids when the caller made them: a batch inserts in email order, but makes its
+ * ids in the order of its items, so that its contacts list in the order they were sent.
  */
 export function insertNewContacts(
   trx: Kysely<Database>,
   ctx: Ctx,
   inputs: ContactInput[],
   sourceType: SourceType,
+  ids?: string[],
 ): Promise<(ContactView | null)[]> {
-  return writeContacts(trx, ctx, inputs, sourceType, true);
+  return writeContacts(trx, ctx, inputs, sourceType, true, ids);
 }
 
 async function writeContacts(
@@ -133,6 +136,7 @@ async function writeContacts(
   inputs: ContactInput[],
   sourceType: SourceType,
   skipTaken: boolean,
+  ids?: string[],
 ): Promise<(ContactView | null)[]> {
   requireScope(ctx.actor, 'contacts:write');
   inputs = inputs.map(withNormalEmail);
@@ -143,8 +147,8 @@ async function writeContacts(
     inputs.flatMap((input) => input.label_ids ?? []),
   );
   const at = nowIso(ctx.now);
-  const rows = inputs.map((input) => ({
-    id: newId('con'),
+  const rows = inputs.map((input, i) => ({
+    id: ids?.[i] ?? newId('con'),
     org_id: ctx.orgId,
     first_name: input.first_name.trim(),
     last_name: (input.last_name ?? '').trim(),
