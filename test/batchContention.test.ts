@@ -50,6 +50,7 @@ describe.each(DIALECTS)('overlapping batches at once on %s', (dialect) => {
 
   it(`answers every item with a documented status and makes each contact once, over ${ROUNDS} rounds`, async () => {
     const failures: string[] = [];
+    const busy: string[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       // Contact n is the same person in every batch: the same external id and email (upper-cased
       // in some batches: one contact, whatever the case).
@@ -87,6 +88,12 @@ describe.each(DIALECTS)('overlapping batches at once on %s', (dialect) => {
       answers.forEach((res, b) => {
         const plan = plans[b]!;
         const where = `round ${round} batch ${b} (${plan.mode} on ${plan.match_on}${plan.atomic ? ', atomic' : ''})`;
+        if (res.statusCode === 503 && res.headers['retry-after'] && res.json().code === 'service_unavailable') {
+          // The documented last resort (contention outlasting the retries, or a lock wait past the
+          // statement timeout on a crowded machine): allowed, but rare (counted below).
+          busy.push(`${where}: 503 ${res.body.slice(0, 200)}`);
+          return;
+        }
         if (res.statusCode !== 200) {
           // An upsert of consistent people never conflicts: an atomic one too answers 200.
           failures.push(`${where}: ${res.statusCode} ${res.body.slice(0, 200)}`);
@@ -119,6 +126,8 @@ describe.each(DIALECTS)('overlapping batches at once on %s', (dialect) => {
       expect(Number(byEmail.rows[0]!.n), `round ${round}: contacts by email`).toBe(EXISTING + NEW);
     }
     expect(failures, failures.join('\n')).toEqual([]);
+    // Never a 500; a 503 with Retry-After at most, rarely: at most one batch in eighteen.
+    expect(busy.length, busy.join('\n')).toBeLessThanOrEqual(2);
   });
 });
 
