@@ -256,6 +256,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       inviteTtlHours: config.inviteTtlHours,
       resetTtlMinutes: config.resetTtlMinutes,
     },
+    countSignIn: metrics ? (method, result) => metrics.signIn(method, result) : () => {},
+    reauthMinutes: config.reauthMinutes,
+    ssoAllowPrivateIssuers: config.ssoAllowPrivateIssuers,
   });
   await app.register(docsRoutes, { openApi });
   // The request log's rows are written in batches; what is left is written when the app closes

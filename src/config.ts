@@ -71,6 +71,10 @@ export interface Config {
   inviteTtlHours: number;
   /** A password-reset link works this many minutes. */
   resetTtlMinutes: number;
+  /** Sensitive actions ask for the password (and second factor) again after this many minutes since the last; 0 = always. */
+  reauthMinutes: number;
+  /** Lets an SSO issuer be http:// or a private, loopback or link-local address (development and tests). */
+  ssoAllowPrivateIssuers: boolean;
 }
 
 export interface S3Settings {

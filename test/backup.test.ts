@@ -93,7 +93,7 @@ describe('backup and restore of a SQLite installation', { timeout: 300_000 }, ()
 
     const manifest = backup.json as unknown as BackupManifest;
     expect(manifest).toMatchObject({ format: 'orgdata-backup', format_version: 1, secret_key: 'included' });
-    expect(manifest.database.migrations.at(-1)).toBe('020_invitations_password_resets');
+    expect(manifest.database.migrations.at(-1)).toBe('021_sign_in_factors');
     const backedUp = manifest.database.tables.contacts!;
     expect(written).toBeGreaterThan(0);
     expect(backedUp).toBeGreaterThanOrEqual(20);

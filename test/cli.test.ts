@@ -58,6 +58,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '018_event_system_actor',
       '019_contact_email_nfc',
       '020_invitations_password_resets',
+      '021_sign_in_factors',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -68,7 +68,7 @@ describe.each(DIALECTS)('migration 019 on %s', (dialect) => {
     });
     const started = new Date().toISOString();
     try {
-      expect(await migrateToLatest(db)).toEqual(['019_contact_email_nfc', '020_invitations_password_resets']);
+      expect(await migrateToLatest(db)).toEqual(['019_contact_email_nfc', '020_invitations_password_resets', '021_sign_in_factors']);
     } finally {
       write.mockRestore();
     }

@@ -225,6 +225,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '018_event_system_actor',
       '019_contact_email_nfc',
       '020_invitations_password_resets',
+      '021_sign_in_factors',
     ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
@@ -302,6 +303,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '018_event_system_actor',
       '019_contact_email_nfc',
       '020_invitations_password_resets',
+      '021_sign_in_factors',
     ]);
     const rows = await db.kysely
       .selectFrom('events')
@@ -335,6 +337,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '018_event_system_actor',
       '019_contact_email_nfc',
       '020_invitations_password_resets',
+      '021_sign_in_factors',
     ]);
   });
 });

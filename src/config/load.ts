@@ -255,5 +255,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     mailFrom: mailFrom(env, publicUrl),
     inviteTtlHours: int(env, 'INVITE_TTL_HOURS', 168, 1, 24 * 90),
     resetTtlMinutes: int(env, 'RESET_TTL_MINUTES', 60, 1, 24 * 60),
+    reauthMinutes: int(env, 'REAUTH_MINUTES', 10, 0, 24 * 60),
+    ssoAllowPrivateIssuers: bool(env, 'SSO_ALLOW_PRIVATE_ISSUERS', false),
   };
 }

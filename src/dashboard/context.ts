@@ -21,7 +21,7 @@ declare module 'fastify' {
 export function requireSession(db: Kysely<Database>) {
   return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const token = request.cookies[SESSION_COOKIE];
-    const session = token ? await findSession(db, token, new Date()) : null;
+    const session = token ? await findSession(db, token, new Date(), originOf(request)) : null;
     if (!session || !token) {
       if (request.headers.authorization) {
         throw new UnauthorizedError('The dashboard is for people: sign in with your email and password. API keys only work on /api/v1.');

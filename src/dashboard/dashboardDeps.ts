@@ -21,4 +21,10 @@ export interface DashboardDeps {
   dailyQuota: number;
   /** Invitations and password resets: the mailer (null without SMTP_URL), PUBLIC_URL, the links' lifetimes. */
   identity: IdentityDeps;
+  /** Counts a sign-in step in /metrics (orgdata_sign_ins_total); a no-op without METRICS_TOKEN. */
+  countSignIn: (method: string, result: 'succeeded' | 'failed') => void;
+  /** REAUTH_MINUTES: how long a proof of identity lets sensitive actions through (0 = never). */
+  reauthMinutes: number;
+  /** SSO_ALLOW_PRIVATE_ISSUERS: development and tests only. */
+  ssoAllowPrivateIssuers: boolean;
 }

@@ -108,6 +108,9 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     dailyQuota: options.dailyQuota,
     signInThrottle: options.signInThrottle,
     identity: options.identity,
+    countSignIn: options.countSignIn,
+    reauthMinutes: options.reauthMinutes,
+    ssoAllowPrivateIssuers: options.ssoAllowPrivateIssuers,
   };
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 1024 * 1024 });

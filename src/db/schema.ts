@@ -6,7 +6,17 @@
  */
 import type { Generated } from 'kysely';
 import type { EventActorType, EventsTable } from './tables/events.js';
-import type { InvitationsTable, PasswordResetsTable } from './tables/identity.js';
+import type {
+  AuthChallengesTable,
+  InvitationsTable,
+  PasskeysTable,
+  PasswordResetsTable,
+  RecoveryCodesTable,
+  SsoConfigsTable,
+  SsoDomainsTable,
+  SsoIdentitiesTable,
+  TotpFactorsTable,
+} from './tables/identity.js';
 import type { RequestLogTable, RequestUsageTable } from './tables/requests.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.js';
 
@@ -14,7 +24,11 @@ export interface OrgsTable {
   id: string;
   name: string;
   created_at: string;
+  /** Who must have a second factor (migration 021). */
+  require_two_factor: Generated<TwoFactorPolicy>;
 }
+
+export type TwoFactorPolicy = 'nobody' | 'admins' | 'everyone';
 
 export interface UsersTable {
   id: string;
@@ -172,6 +186,13 @@ export interface SessionsTable {
   csrf_token: string;
   created_at: string;
   expires_at: string;
+  /** How it was opened: password, password+totp, password+recovery_code, passkey, sso, invitation, password_reset… (migration 021). */
+  method: Generated<string>;
+  /** When its person last proved who they are (re-authentication); null = created_at. */
+  authenticated_at: string | null;
+  last_seen_at: string | null;
+  /** Approximate origin when opened or last seen: the /24 or /48 and the browser's product. */
+  origin: string | null;
 }
 
 /** Facts about the installation, one row each (`secret_fingerprint`). */
@@ -199,6 +220,13 @@ export interface Database {
   sessions: SessionsTable;
   invitations: InvitationsTable;
   password_resets: PasswordResetsTable;
+  totp_factors: TotpFactorsTable;
+  recovery_codes: RecoveryCodesTable;
+  passkeys: PasskeysTable;
+  auth_challenges: AuthChallengesTable;
+  sso_configs: SsoConfigsTable;
+  sso_domains: SsoDomainsTable;
+  sso_identities: SsoIdentitiesTable;
   events: EventsTable;
   request_log: RequestLogTable;
   request_usage: RequestUsageTable;

@@ -27,7 +27,8 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export type IdPrefix = 'con' | 'lbl' | 'grp' | 'file' | 'key' | 'org' | 'usr' | 'evt' | 'we' | 'msg' | 'att' | 'req' | 'inv' | 'pwr';
+export type IdPrefix =
+  'con' | 'lbl' | 'grp' | 'file' | 'key' | 'org' | 'usr' | 'evt' | 'we' | 'msg' | 'att' | 'req' | 'inv' | 'pwr' | 'rc' | 'pk';
 
 const TIME_CHARS = 8; // 62^8 ms ≈ 6,900 years
 const RANDOM_CHARS = 12; // ≈ 71 bits

@@ -41,6 +41,7 @@ export class ServiceMetrics {
   private readonly refusals: Counter<'kind'>;
   private readonly replays: Counter;
   private readonly attempts: Counter<'outcome'>;
+  private readonly signIns: Counter<'method' | 'result'>;
   private readonly pending: Gauge;
   private readonly lag: Gauge;
   private readonly failed: Gauge;
@@ -82,6 +83,12 @@ export class ServiceMetrics {
       labelNames: ['outcome'],
       registers,
     });
+    this.signIns = new Counter({
+      name: 'orgdata_sign_ins_total',
+      help: 'Dashboard sign-in attempts, by method (password, totp, recovery_code, passkey, sso, invitation, password_reset) and result (succeeded, failed).',
+      labelNames: ['method', 'result'],
+      registers,
+    });
     this.pending = new Gauge({
       name: 'orgdata_webhook_deliveries_pending',
       help: 'Webhook deliveries waiting for their first or next attempt, those of disabled endpoints included (all instances: read from the database at scrape time; NaN when it did not answer).',
@@ -105,6 +112,8 @@ export class ServiceMetrics {
     });
     for (const outcome of ['succeeded', 'failed']) this.attempts.inc({ outcome }, 0);
     for (const kind of ['burst', 'quota']) this.refusals.inc({ kind }, 0);
+    for (const method of ['password', 'totp', 'recovery_code', 'passkey', 'sso'])
+      for (const result of ['succeeded', 'failed']) this.signIns.inc({ method, result }, 0);
     // SQLite has no pool (see Db.poolStats): the pool's series exist only on PostgreSQL.
     if (sources.db.poolStats()) {
       this.pool = {
@@ -147,6 +156,11 @@ export class ServiceMetrics {
 
   idempotentReplay(): void {
     this.replays.inc();
+  }
+
+  /** One sign-in step of a person on the dashboard (see dashboard/signIns.ts). */
+  signIn(method: string, result: 'succeeded' | 'failed'): void {
+    this.signIns.inc({ method, result });
   }
 
   webhookAttempt(ok: boolean): void {

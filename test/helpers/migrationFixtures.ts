@@ -353,4 +353,60 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     f.seed.rows.push({ table: 'invitations', where: { id: invitation } });
     f.seed.rows.push({ table: 'password_resets', where: { id: reset } });
   },
+  // A confirmed TOTP factor with one recovery code, a passkey, and an organisation's SSO with its
+  // domain and a linked identity (sealed secrets are opaque text to an upgrade).
+  async '021_sign_in_factors'(f) {
+    const at = f.at();
+    const suffix = f.seed.orgId.slice(-6);
+    const hash = (text: string) => createHash('sha256').update(text).digest('hex');
+    await f.db
+      .insertInto('totp_factors')
+      .values({ user_id: f.seed.adminId, secret_sealed: 'v1.fixture', created_at: at, confirmed_at: at, last_step: 1 })
+      .execute();
+    const code = `rc_fixture021${suffix}`;
+    await f.db
+      .insertInto('recovery_codes')
+      .values({ id: code, user_id: f.seed.adminId, code_hash: hash(code), created_at: at, used_at: null })
+      .execute();
+    const passkey = `pk_fixture021${suffix}`;
+    await f.db
+      .insertInto('passkeys')
+      .values({
+        id: passkey,
+        user_id: f.seed.adminId,
+        credential_id: `cred-${suffix}`,
+        public_key: 'cHVibGlj',
+        sign_count: 3,
+        transports: '["internal"]',
+        name: 'Laptop',
+        created_at: at,
+        last_used_at: null,
+      })
+      .execute();
+    await f.db
+      .insertInto('sso_configs')
+      .values({
+        org_id: f.seed.orgId,
+        issuer: 'https://id.example.com',
+        client_id: 'orgdata',
+        client_secret_sealed: 'v1.fixture',
+        auto_join: 'off',
+        required: 'no',
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+    const domain = `fixture-${suffix.toLowerCase()}.example.com`;
+    await f.db.insertInto('sso_domains').values({ domain, org_id: f.seed.orgId }).execute();
+    await f.db
+      .insertInto('sso_identities')
+      .values({ issuer: 'https://id.example.com', subject: `sub-${suffix}`, user_id: f.seed.adminId, created_at: at })
+      .execute();
+    f.seed.rows.push({ table: 'totp_factors', where: { user_id: f.seed.adminId } });
+    f.seed.rows.push({ table: 'recovery_codes', where: { id: code } });
+    f.seed.rows.push({ table: 'passkeys', where: { id: passkey } });
+    f.seed.rows.push({ table: 'sso_configs', where: { org_id: f.seed.orgId } });
+    f.seed.rows.push({ table: 'sso_domains', where: { domain } });
+    f.seed.rows.push({ table: 'sso_identities', where: { subject: `sub-${suffix}` } });
+  },
 };

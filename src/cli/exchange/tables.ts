@@ -30,6 +30,15 @@ export const TABLES: readonly { name: string; orgColumn: string | null }[] = [
   // invited: the installation's, like sessions, not the organisation's data.
   { name: 'invitations', orgColumn: null },
   { name: 'password_resets', orgColumn: null },
+  // Second factors, passkeys, sign-in state and SSO (migration 021): secrets (sealed with
+  // SECRET_KEY) and the installation's sign-in bookkeeping, not the organisation's data.
+  { name: 'totp_factors', orgColumn: null },
+  { name: 'recovery_codes', orgColumn: null },
+  { name: 'passkeys', orgColumn: null },
+  { name: 'auth_challenges', orgColumn: null },
+  { name: 'sso_configs', orgColumn: null },
+  { name: 'sso_domains', orgColumn: null },
+  { name: 'sso_identities', orgColumn: null },
   { name: 'events', orgColumn: 'org_id' },
   { name: 'webhook_endpoints', orgColumn: null },
   { name: 'webhook_deliveries', orgColumn: null },

@@ -87,7 +87,8 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
       return accountPage(request, reply, 400, { errors: fieldErrors(error.errors) });
     }
     await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-    await startSession(request, reply, db, await openSession(db, session.userId, session.orgId, new Date()), secureCookies);
+    const opening = { method: session.method, origin: originOf(request) };
+    await startSession(request, reply, db, await openSession(db, session.userId, session.orgId, new Date(), opening), secureCookies);
     const others = changed.ended_sessions - 1;
     flash(reply, `Your password is changed.${others > 0 ? ` ${others} other session${others === 1 ? ' was' : 's were'} signed out.` : ''}`);
     return reply.redirect(ACCOUNT, 303);

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ServiceError, UnavailableError } from '../../domain/errors.js';
-import { signIn, signOut, switchOrg } from '../../domain/sessions/sessions.js';
-import { SESSION_COOKIE, checkCsrf, flash, requireSession, startSession, text } from '../context.js';
+import { checkPassword, SignInRefused, signOut, switchOrg } from '../../domain/sessions/sessions.js';
+import { finishSignIn, signInFailed } from '../signIns.js';
+import { SESSION_COOKIE, checkCsrf, flash, requireSession, text } from '../context.js';
 import { field, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
 import { crossSite } from '../formGuard.js';
@@ -51,7 +52,8 @@ export function safeNext(next: string): string {
   return url.pathname + url.search + url.hash;
 }
 
-export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies, signInThrottle }) => {
+export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, signInThrottle } = deps;
   app.get('/login', async (request, reply) => {
     const next = text(request.query, 'next');
     return reply.type('text/html; charset=utf-8').send(loginPage({ next }));
@@ -93,13 +95,14 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
         .send(loginPage({ email, next, alert: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` }));
     }
     try {
-      const session = await signIn(db, email, password, new Date());
+      const holder = await checkPassword(db, email, password);
       // Not forgiving the attempt only leaves one count too many: no reason to fail the sign-in.
       await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-      await startSession(request, reply, db, session, secureCookies);
+      await finishSignIn(request, reply, deps, { userId: holder.userId, email: holder.email, orgId: holder.orgId, method: 'password' });
       return reply.redirect(safeNext(next), 303);
     } catch (error) {
       if (!(error instanceof ServiceError)) throw error;
+      if (error instanceof SignInRefused) await signInFailed(request, deps, { user: error.user, method: 'password', reason: error.reason });
       return reply
         .code(401)
         .type('text/html; charset=utf-8')

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnauthorizedError, UnavailableError, ValidationError } from '../../domain/errors.js';
 import { acceptInvitation, findInvitation, type InvitationOffer } from '../../domain/identity/invitationAcceptance.js';
-import { openSession } from '../../domain/sessions/sessions.js';
-import { flash, originOf, startSession, text } from '../context.js';
+import { flash, originOf, text } from '../context.js';
+import { finishSignIn } from '../signIns.js';
 import { checkFormToken, formToken } from '../formGuard.js';
 import { field, fieldErrors, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
@@ -46,7 +46,8 @@ function invitePage(offer: InvitationOffer, token: string, csrfToken: string, op
  * `GET/POST /invite/TOKEN`: what an invitation link opens (see domain/identity/invitationAcceptance.ts).
  * Accepting signs the person in with a new session and uses the link up.
  */
-export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secret, secureCookies, signInThrottle }) => {
+export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, secret, secureCookies, signInThrottle } = deps;
   const show = (request: FastifyRequest, reply: FastifyReply, offer: InvitationOffer, token: string, status: number, extra = {}) =>
     reply
       .code(status)
@@ -94,7 +95,7 @@ export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, 
     }
     if (!accepted) return linkGone(reply, 'invitation');
     await attempt?.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-    await startSession(request, reply, db, await openSession(db, accepted.userId, accepted.orgId, new Date()), secureCookies);
+    await finishSignIn(request, reply, deps, { userId: accepted.userId, email: offer.email, orgId: accepted.orgId, method: 'invitation' });
     flash(reply, `Welcome to ${offer.orgName}. You are signed in as ${offer.email}.`);
     return reply.redirect('/contacts', 303);
   });

@@ -29,3 +29,81 @@ export interface PasswordResetsTable {
   expires_at: string;
   used_at: string | null;
 }
+
+/** A user's TOTP second factor (migration 021). */
+export interface TotpFactorsTable {
+  user_id: string;
+  /** The base32 secret sealed with a key derived from SECRET_KEY (domain/identity/secretBox.ts). */
+  secret_sealed: string;
+  created_at: string;
+  /** Null while set-up waits for the first code: not yet a second factor. */
+  confirmed_at: string | null;
+  /** The last accepted 30-second step: a code of that step or earlier is a replay. */
+  last_step: number | null;
+}
+
+export interface RecoveryCodesTable {
+  id: string;
+  user_id: string;
+  /** SHA-256 (hex) of the code, normalised (lower case, no dashes or spaces). */
+  code_hash: string;
+  created_at: string;
+  used_at: string | null;
+}
+
+export interface PasskeysTable {
+  id: string;
+  user_id: string;
+  /** The WebAuthn credential id, base64url. */
+  credential_id: string;
+  /** The COSE public key, base64url. */
+  public_key: string;
+  /** bigint: PostgreSQL hands it back as a string. Read with Number(). */
+  sign_count: number | string;
+  /** JSON array of AuthenticatorTransport strings. */
+  transports: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+/** State between two requests of one sign-in or ceremony, found by the SHA-256 of the browser's token. */
+export interface AuthChallengesTable {
+  id_hash: string;
+  /** two_factor | passkey_register | passkey_sign_in | sso | reauth … */
+  purpose: string;
+  user_id: string | null;
+  /** JSON text: whatever the ceremony needs (challenge, nonce, PKCE verifier, next, org…). */
+  data: string;
+  attempts: number;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface SsoConfigsTable {
+  org_id: string;
+  /** The OpenID provider's issuer URL (https). */
+  issuer: string;
+  client_id: string;
+  /** Sealed like the TOTP secret. */
+  client_secret_sealed: string;
+  /** member | off */
+  auto_join: string;
+  /** yes | no: members sign in only through SSO (admins keep password + second factor). */
+  required: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SsoDomainsTable {
+  /** Lower-case e-mail domain; leads to one organisation. */
+  domain: string;
+  org_id: string;
+}
+
+export interface SsoIdentitiesTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: string;
+}

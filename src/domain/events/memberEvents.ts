@@ -24,6 +24,18 @@ export const MEMBER_EVENT_TYPES = [
   'member.password_changed',
   'member.password_reset_requested',
   'member.password_reset',
+  // Sign-ins (data.method; a failure's data.reason) and the second factors, passkeys and sessions (migration 021).
+  'member.signed_in',
+  'member.sign_in_failed',
+  'member.two_factor_enabled',
+  'member.two_factor_disabled',
+  'member.recovery_codes_replaced',
+  'member.passkey_added',
+  'member.passkey_removed',
+  'member.session_revoked',
+  'member.signed_out_everywhere',
+  'member.two_factor_reset',
+  'member.reauthenticated',
 ] as const;
 
 export type MemberEventType = (typeof MEMBER_EVENT_TYPES)[number];
@@ -64,9 +76,11 @@ export async function recordMemberEvent(
   object: MemberObject,
   cause: IdentityCause,
   now: Date,
+  /** More of what happened (a sign-in's method, a failure's reason, a passkey's name), kept in data beside object and origin. */
+  details: Record<string, string> = {},
 ): Promise<void> {
   if (orgIds.length === 0) return;
-  const data = JSON.stringify({ object, origin: cause.origin });
+  const data = JSON.stringify({ ...details, object, origin: cause.origin });
   await trx
     .insertInto('events')
     .values(

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Database, Role } from '../../db/schema.js';
+import type { Database, Role, TwoFactorPolicy } from '../../db/schema.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import { nowIso } from '../ids.js';
 import { verifyPassword } from '../orgs/passwords.js';
@@ -22,7 +22,26 @@ export interface SessionView {
   csrfToken: string;
   /** Every organisation the user belongs to, for the switcher. */
   orgs: { id: string; name: string; role: Role }[];
+  /** The SHA-256 of the cookie: how the session is named in lists and revoked. */
+  sessionHash: string;
+  /** How the session was opened (password, password+totp, passkey, sso, …). */
+  method: string;
+  /** When its person last proved who they are (sign-in or re-authentication). */
+  authenticatedAt: string;
+  /** The organisation's two-factor policy (nobody | admins | everyone). */
+  requireTwoFactor: TwoFactorPolicy;
 }
+
+/** How a session was opened, for the person's list of sessions and for re-authentication. */
+export interface SessionOpening {
+  /** password, password+totp, password+recovery_code, passkey, sso, invitation, password_reset */
+  method: string;
+  /** Approximate origin: the /24 or /48 and the browser's product name. */
+  origin: string | null;
+}
+
+// last_seen_at is written when a request finds it older than this, not on every request.
+const SEEN_EVERY_MS = 60_000;
 
 async function membershipsOf(db: Kysely<Database>, userId: string) {
   return db
@@ -35,24 +54,59 @@ async function membershipsOf(db: Kysely<Database>, userId: string) {
     .execute();
 }
 
-/** Checks email and password; opens a session in the user's first organisation. */
+/** Who an email and password belong to, when they are right. */
+export interface PasswordHolder {
+  userId: string;
+  email: string;
+  /** The user's first organisation: where a session opens. */
+  orgId: string;
+}
+
+/** Why a password sign-in failed, for Activity (the person is only told "not right"). */
+export class SignInRefused extends UnauthorizedError {
+  constructor(
+    /** unknown_email | wrong_password | deactivated */
+    readonly reason: string,
+    /** The account the email names, when there is one (its organisations record the failure). */
+    readonly user: { id: string; email: string } | null,
+  ) {
+    super('The email or password is not right.');
+  }
+}
+
+/**
+ * Checks email and password (as long for an unknown email as for a known one). Throws
+ * SignInRefused, or ForbiddenError for an account in no organisation.
+ */
+export async function checkPassword(db: Kysely<Database>, email: string, password: string): Promise<PasswordHolder> {
+  const user = await db
+    .selectFrom('users')
+    .select(['id', 'email', 'password_hash', 'deactivated_at'])
+    .where('email_lower', '=', email.trim().toLowerCase())
+    .executeTakeFirst();
+  const valid = await verifyPassword(user?.password_hash ?? DUMMY_HASH, password.slice(0, 1024));
+  if (!user) throw new SignInRefused('unknown_email', null);
+  if (!valid) throw new SignInRefused('wrong_password', { id: user.id, email: user.email });
+  if (user.deactivated_at !== null) throw new SignInRefused('deactivated', { id: user.id, email: user.email });
+  const first = (await membershipsOf(db, user.id))[0];
+  if (!first) throw new ForbiddenError('This account does not belong to any organisation yet.');
+  return { userId: user.id, email: user.email, orgId: first.id };
+}
+
+/** Checks email and password and opens a session in the user's first organisation (no second factor asked: scripts and tests). */
 export async function signIn(
   db: Kysely<Database>,
   email: string,
   password: string,
   now: Date,
 ): Promise<{ token: string; expiresAt: Date }> {
-  const user = await db
-    .selectFrom('users')
-    .select(['id', 'password_hash', 'deactivated_at'])
-    .where('email_lower', '=', email.trim().toLowerCase())
-    .executeTakeFirst();
-  const valid = await verifyPassword(user?.password_hash ?? DUMMY_HASH, password.slice(0, 1024));
-  if (!user || !valid || user.deactivated_at !== null) throw new UnauthorizedError('The email or password is not right.');
-  const orgs = await membershipsOf(db, user.id);
-  const first = orgs[0];
-  if (!first) throw new ForbiddenError('This account does not belong to any organisation yet.');
-  return openSession(db, user.id, first.id, now);
+  const holder = await checkPassword(db, email, password);
+  return openSession(db, holder.userId, holder.orgId, now);
+}
+
+/** The organisation a user works in first (their oldest membership), or null. */
+export async function firstOrgOf(db: Kysely<Database>, userId: string): Promise<string | null> {
+  return (await membershipsOf(db, userId))[0]?.id ?? null;
 }
 
 /**
@@ -65,6 +119,7 @@ export async function openSession(
   userId: string,
   orgId: string,
   now: Date,
+  opening: SessionOpening = { method: 'password', origin: null },
 ): Promise<{ token: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + SESSION_DAYS * DAY_MS);
@@ -77,6 +132,10 @@ export async function openSession(
       csrf_token: randomBytes(24).toString('base64url'),
       created_at: nowIso(now),
       expires_at: nowIso(expiresAt),
+      method: opening.method,
+      authenticated_at: nowIso(now),
+      last_seen_at: nowIso(now),
+      origin: opening.origin,
     })
     .execute();
   return { token, expiresAt };
@@ -87,8 +146,9 @@ export async function openSession(
  * demoted or removed loses access at once. Null when the session is unknown, expired, or the
  * user no longer belongs to the session's organisation.
  */
-export async function findSession(db: Kysely<Database>, token: string, now: Date): Promise<SessionView | null> {
+export async function findSession(db: Kysely<Database>, token: string, now: Date, seenFrom?: string): Promise<SessionView | null> {
   if (token.length < 20 || token.length > 100) return null;
+  const idHash = hashToken(token);
   const row = await db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
@@ -101,15 +161,31 @@ export async function findSession(db: Kysely<Database>, token: string, now: Date
       'sessions.org_id',
       'sessions.csrf_token',
       'sessions.expires_at',
+      'sessions.created_at',
+      'sessions.method',
+      'sessions.authenticated_at',
+      'sessions.last_seen_at',
+      'orgs.require_two_factor',
       'users.email',
       'users.deactivated_at',
       'orgs.name as org_name',
       'memberships.role',
     ])
-    .where('sessions.id_hash', '=', hashToken(token))
+    .where('sessions.id_hash', '=', idHash)
     .executeTakeFirst();
   if (!row || row.expires_at <= nowIso(now) || row.deactivated_at !== null || !row.role) return null;
+  if (seenFrom !== undefined && (row.last_seen_at === null || Date.parse(row.last_seen_at) < now.getTime() - SEEN_EVERY_MS)) {
+    await db
+      .updateTable('sessions')
+      .set({ last_seen_at: nowIso(now), origin: seenFrom })
+      .where('id_hash', '=', idHash)
+      .execute();
+  }
   return {
+    sessionHash: idHash,
+    method: row.method,
+    authenticatedAt: row.authenticated_at ?? row.created_at,
+    requireTwoFactor: row.require_two_factor,
     userId: row.user_id,
     email: row.email,
     orgId: row.org_id,

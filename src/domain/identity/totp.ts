@@ -1,0 +1,169 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { generateSecret, generateURI, verifySync } from 'otplib';
+import type { Database } from '../../db/schema.js';
+import { newId, nowIso } from '../ids.js';
+import { openSecret, sealSecret } from './secretBox.js';
+
+/**
+ * TOTP (RFC 6238: SHA-1, 6 digits, 30-second steps, one step either side) and recovery codes:
+ * the core every second-factor check goes through (sign-in, re-authentication, turning 2FA off).
+ * otplib computes and checks codes; what it cannot know is kept here: the secret sealed at rest,
+ * the last accepted step (a code of that step or an earlier one is a replay, refused even within
+ * its window), and single-use recovery codes. Both "use once" rules are one conditional UPDATE,
+ * so two instances given the same code at the same moment accept it once.
+ */
+export const TOTP_PURPOSE = 'totp';
+export const TOTP_ISSUER = 'orgdata';
+const PERIOD = 30;
+export const RECOVERY_CODE_COUNT = 10;
+const SIX_DIGITS = /^\d{6}$/;
+
+export function newTotpSecret(): string {
+  return generateSecret({ length: 20 });
+}
+
+export function sealTotpSecret(secretKey: string, secret: string): string {
+  return sealSecret(secretKey, TOTP_PURPOSE, secret);
+}
+
+/** `otpauth://totp/orgdata:EMAIL?secret=…&issuer=orgdata…` for an authenticator app. */
+export function totpUri(secret: string, email: string): string {
+  return generateURI({ issuer: TOTP_ISSUER, label: email, secret, algorithm: 'sha1', digits: 6, period: PERIOD });
+}
+
+/** The 30-second step a code belongs to, or null when it is not a code of `secret` within ±1 step of `now`. */
+export function totpStep(secret: string, code: string, now: Date, afterStep: number | null): number | null {
+  const token = code.replace(/\s+/g, '');
+  if (!SIX_DIGITS.test(token)) return null;
+  const result = verifySync({
+    secret,
+    token,
+    epoch: Math.floor(now.getTime() / 1000),
+    epochTolerance: PERIOD,
+    period: PERIOD,
+    ...(afterStep === null ? {} : { afterTimeStep: afterStep }),
+  });
+  // The functional API's result type is TOTP's and HOTP's together; a TOTP check carries timeStep.
+  const step = (result as { valid: boolean; timeStep?: number }).timeStep;
+  return result.valid && typeof step === 'number' ? step : null;
+}
+
+/**
+ * Accepts a code of the user's TOTP secret once: `confirmed` false checks the secret being set up
+ * (not yet a factor). Returns false for a wrong code, a replay, or no such factor.
+ */
+export async function acceptTotpCode(
+  db: Kysely<Database>,
+  secretKey: string,
+  userId: string,
+  code: string,
+  now: Date,
+  options: { confirmed: boolean } = { confirmed: true },
+): Promise<boolean> {
+  const factor = await db
+    .selectFrom('totp_factors')
+    .select(['secret_sealed', 'confirmed_at', 'last_step'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  if (!factor || (factor.confirmed_at !== null) !== options.confirmed) return false;
+  const secret = openSecret(secretKey, TOTP_PURPOSE, factor.secret_sealed);
+  const lastStep = factor.last_step === null ? null : Number(factor.last_step);
+  const step = totpStep(secret, code, now, lastStep);
+  if (step === null) return false;
+  const taken = await db
+    .updateTable('totp_factors')
+    .set({ last_step: step })
+    .where('user_id', '=', userId)
+    .where((eb) => eb.or([eb('last_step', 'is', null), eb('last_step', '<', step)]))
+    .executeTakeFirst();
+  return Number(taken.numUpdatedRows) === 1;
+}
+
+const normaliseRecoveryCode = (code: string) => code.toLowerCase().replace(/[\s-]+/g, '');
+const hashRecoveryCode = (code: string) => createHash('sha256').update(normaliseRecoveryCode(code)).digest('hex');
+
+/** Ten new recovery codes (`xxxxx-xxxxx`, 50 random bits each) in place of the old ones; shown once. */
+export async function replaceRecoveryCodes(trx: Kysely<Database>, userId: string, now: Date): Promise<string[]> {
+  const alphabet = 'abcdefghjkmnpqrstuvwxyz23456789';
+  const codes = Array.from({ length: RECOVERY_CODE_COUNT }, () => {
+    const chars = Array.from(randomBytes(10), (byte) => alphabet[byte % alphabet.length]).join('');
+    return `${chars.slice(0, 5)}-${chars.slice(5)}`;
+  });
+  await trx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
+  await trx
+    .insertInto('recovery_codes')
+    .values(
+      codes.map((code) => ({
+        id: newId('rc'),
+        user_id: userId,
+        code_hash: hashRecoveryCode(code),
+        created_at: nowIso(now),
+        used_at: null,
+      })),
+    )
+    .execute();
+  return codes;
+}
+
+/** Uses one of the user's recovery codes (once). */
+export async function useRecoveryCode(db: Kysely<Database>, userId: string, code: string, now: Date): Promise<boolean> {
+  const normalised = normaliseRecoveryCode(code);
+  if (!/^[a-z0-9]{10}$/.test(normalised)) return false;
+  const used = await db
+    .updateTable('recovery_codes')
+    .set({ used_at: nowIso(now) })
+    .where('user_id', '=', userId)
+    .where('code_hash', '=', hashRecoveryCode(normalised))
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
+  return Number(used.numUpdatedRows) === 1;
+}
+
+/**
+ * A second-factor code as the sign-in and re-authentication forms take it: six digits are a TOTP
+ * code, anything else is tried as a recovery code. Returns what it was, or null when refused.
+ */
+export async function acceptSecondFactorCode(
+  db: Kysely<Database>,
+  secretKey: string,
+  userId: string,
+  code: string,
+  now: Date,
+): Promise<'totp' | 'recovery_code' | null> {
+  const trimmed = code.trim();
+  if (SIX_DIGITS.test(trimmed.replace(/\s+/g, ''))) return (await acceptTotpCode(db, secretKey, userId, trimmed, now)) ? 'totp' : null;
+  if (trimmed.length > 64) return null;
+  return (await useRecoveryCode(db, userId, trimmed, now)) ? 'recovery_code' : null;
+}
+
+export interface SecondFactors {
+  /** A confirmed TOTP factor. */
+  totp: boolean;
+  passkeys: number;
+  recoveryCodesLeft: number;
+}
+
+export async function secondFactorsOf(db: Kysely<Database>, userId: string): Promise<SecondFactors> {
+  const [totp, passkeys, codes] = await Promise.all([
+    db.selectFrom('totp_factors').select('user_id').where('user_id', '=', userId).where('confirmed_at', 'is not', null).executeTakeFirst(),
+    db
+      .selectFrom('passkeys')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow(),
+    db
+      .selectFrom('recovery_codes')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('user_id', '=', userId)
+      .where('used_at', 'is', null)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { totp: totp !== undefined, passkeys: Number(passkeys.n), recoveryCodesLeft: Number(codes.n) };
+}
+
+/** Whether the user has a second factor: a confirmed TOTP or a passkey (a passkey counts as two factors). */
+export async function hasSecondFactor(db: Kysely<Database>, userId: string): Promise<boolean> {
+  const factors = await secondFactorsOf(db, userId);
+  return factors.totp || factors.passkeys > 0;
+}
