@@ -402,6 +402,20 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
       .insertInto('sso_identities')
       .values({ issuer: 'https://id.example.com', subject: `sub-${suffix}`, user_id: f.seed.adminId, created_at: at })
       .execute();
+    const challenge = hash(`challenge ${suffix}`);
+    await f.db
+      .insertInto('auth_challenges')
+      .values({
+        id_hash: challenge,
+        purpose: 'two_factor',
+        user_id: f.seed.adminId,
+        data: '{}',
+        attempts: 0,
+        created_at: at,
+        expires_at: at,
+      })
+      .execute();
+    f.seed.rows.push({ table: 'auth_challenges', where: { id_hash: challenge } });
     f.seed.rows.push({ table: 'totp_factors', where: { user_id: f.seed.adminId } });
     f.seed.rows.push({ table: 'recovery_codes', where: { id: code } });
     f.seed.rows.push({ table: 'passkeys', where: { id: passkey } });
