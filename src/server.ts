@@ -9,6 +9,7 @@ import { buildApp } from './app.js';
 import { purgeExpired } from './infra/idempotency/store.js';
 import { purgeAbandonedUploads } from './domain/files/files.js';
 import { purgeExpiredSessions } from './domain/sessions/sessions.js';
+import { purgeExpiredChallenges } from './domain/identity/challenges.js';
 import { purgeOldEvents } from './domain/events/events.js';
 import { openBlobStore, openKeyCache, openRateLimiter, openSignInThrottle } from './infra/choose.js';
 import { ShutdownState } from './http/shutdown.js';
@@ -90,6 +91,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     purgeExpired(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'idempotency purge failed'));
     purgeAbandonedUploads(db.kysely, blobs, now).catch((error: unknown) => app.log.warn({ err: error }, 'upload purge failed'));
     purgeExpiredSessions(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'session purge failed'));
+    purgeExpiredChallenges(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'sign-in challenge purge failed'));
     purgeOldEvents(db.kysely, now, config.eventRetentionDays).catch((error: unknown) => app.log.warn({ err: error }, 'event purge failed'));
     purgeOldDeliveries(db.kysely, now, config.eventRetentionDays).catch((error: unknown) =>
       app.log.warn({ err: error }, 'webhook delivery purge failed'),

@@ -72,3 +72,32 @@ export async function signInFailed(
     { method: failure.method, reason: failure.reason },
   );
 }
+
+/**
+ * The person proved who they are again (re-authentication before a sensitive action): a new
+ * session (rotation) in the same organisation, opened the same way, with authenticated_at now.
+ */
+export async function reauthenticated(request: FastifyRequest, reply: FastifyReply, deps: DashboardDeps, how: string): Promise<void> {
+  const session = request.session!;
+  const now = new Date();
+  const opened = await openSession(deps.db, session.userId, session.orgId, now, { method: session.method, origin: originOf(request) });
+  await startSession(request, reply, deps.db, opened, deps.secureCookies);
+  const orgs = await orgsOfUser(deps.db, session.userId);
+  await recordMemberEvent(
+    deps.db,
+    orgs,
+    'member.reauthenticated',
+    { object: 'member', id: session.userId, email: session.email },
+    causeOf(request, session.userId),
+    now,
+    {
+      method: how,
+    },
+  );
+}
+
+/** Whether a sensitive action must first ask for the password (and second factor) again. */
+export function needsReauthentication(session: { authenticatedAt: string }, reauthMinutes: number, now: Date): boolean {
+  if (reauthMinutes === 0) return true;
+  return Date.parse(session.authenticatedAt) < now.getTime() - reauthMinutes * 60_000;
+}

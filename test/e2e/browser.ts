@@ -34,12 +34,16 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-/** The real server on a loopback port, as `npm start` runs it, with its own data directory. */
-export async function startLiveServer(): Promise<LiveServer> {
+/**
+ * The real server on a loopback port, as `npm start` runs it, with its own data directory.
+ * `hostname: 'localhost'` makes PUBLIC_URL http://localhost:PORT (WebAuthn's RP ID must be a
+ * name, not an address); `env` adds settings (SMTP_URL, REAUTH_MINUTES, …).
+ */
+export async function startLiveServer(options: { hostname?: string; env?: Record<string, string> } = {}): Promise<LiveServer> {
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'orgdata-e2e-'));
-  const url = `http://127.0.0.1:${port}`;
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: url, LOG_LEVEL: 'warn' });
+  const url = `http://${options.hostname ?? '127.0.0.1'}:${port}`;
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: String(port), PUBLIC_URL: url, LOG_LEVEL: 'warn', ...options.env });
   const db = openDatabase({ databaseUrl: null, dataDir });
   await migrateToLatest(db);
   const rateLimiter = new MemoryRateLimiter({ burst: 1000, perSecond: 1000, dailyQuota: 100_000 });
