@@ -36,6 +36,10 @@ export const MEMBER_EVENT_TYPES = [
   'member.signed_out_everywhere',
   'member.two_factor_reset',
   'member.reauthenticated',
+  // The organisation's sign-in settings (object: the organisation).
+  'security.sso_set',
+  'security.sso_removed',
+  'security.two_factor_policy_changed',
 ] as const;
 
 export type MemberEventType = (typeof MEMBER_EVENT_TYPES)[number];
@@ -68,12 +72,19 @@ export interface MemberObject {
   role?: string;
 }
 
+/** The organisation itself, for changes to how its people sign in (SSO, the two-factor policy). */
+export interface OrgObject {
+  object: 'org';
+  id: string;
+  name: string;
+}
+
 /** Records one identity change in each of `orgIds` (with `trx`, the transaction making the change). */
 export async function recordMemberEvent(
   trx: Kysely<Database>,
   orgIds: readonly string[],
   type: MemberEventType,
-  object: MemberObject,
+  object: MemberObject | OrgObject,
   cause: IdentityCause,
   now: Date,
   /** More of what happened (a sign-in's method, a failure's reason, a passkey's name), kept in data beside object and origin. */
