@@ -73,8 +73,21 @@ export function whatCell(item: ActivityItem): Html {
   const group = item.group ? html` in group ${recordLink(item.group)}` : '';
   const role = item.role ? html` <span class="muted">as ${item.role}</span>` : '';
   const origin = item.origin ? html`<div class="muted">from ${item.origin}</div>` : '';
+  const d = item.details;
+  const details = d
+    ? html`<div class="muted">
+        ${[
+          d.method ? `with ${d.method}` : '',
+          d.reason ? `reason: ${d.reason}` : '',
+          d.name ? `“${d.name}”` : '',
+          d.from || d.to ? `${d.from ?? '?'} → ${d.to ?? '?'}` : '',
+        ]
+          .filter(Boolean)
+          .join(' · ')}
+      </div>`
+    : '';
   return html`<code>${item.type}</code>
-    ${recordLink(item.record)}${role}${group}${item.changes ? html`<div>${changeTable(item.changes)}</div>` : ''}${origin}`;
+    ${recordLink(item.record)}${role}${group}${item.changes ? html`<div>${changeTable(item.changes)}</div>` : ''}${details}${origin}`;
 }
 
 /** The events as a table: when, what, who, and the request (what a caller quotes). */

@@ -58,6 +58,8 @@ export interface ActivityItem {
   origin: string | null;
   /** An invitation's role, for identity changes that name one. */
   role: string | null;
+  /** What else an identity change holds: a sign-in's method, a failure's reason, a passkey's name, a policy's from → to. */
+  details: { method?: string; reason?: string; name?: string; from?: string; to?: string } | null;
 }
 
 export interface ActivityPage {
@@ -76,6 +78,21 @@ interface StoredData {
   previous_attributes?: Record<string, unknown>;
   /** Identity changes: where from. */
   origin?: string | null;
+  method?: unknown;
+  reason?: unknown;
+  name?: unknown;
+  from?: unknown;
+  to?: unknown;
+}
+
+/** The strings among an identity change's details (memberEvents.ts's `details`). */
+function detailsOf(data: StoredData): ActivityItem['details'] {
+  const details: NonNullable<ActivityItem['details']> = {};
+  for (const key of ['method', 'reason', 'name', 'from', 'to'] as const) {
+    const value = data[key];
+    if (typeof value === 'string') details[key] = value;
+  }
+  return Object.keys(details).length ? details : null;
 }
 
 /**
@@ -176,6 +193,7 @@ export async function listActivity(ctx: Ctx, page: ActivityPageRequest, filters:
       changes: row.type.endsWith('.updated') ? changesOf(data) : null,
       origin: typeof data.origin === 'string' ? data.origin : null,
       role: isMemberEventType(row.type) && typeof data.object?.role === 'string' ? data.object.role : null,
+      details: isMemberEventType(row.type) ? detailsOf(data) : null,
     };
   });
   return ascending ? { items, hasOlder: true, hasNewer: more } : { items, hasOlder: more, hasNewer: position !== null };
