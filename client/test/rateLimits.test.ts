@@ -21,9 +21,16 @@ describe('rate limits (real server, burst 5, 5 per second)', () => {
 
   it('with the default settings, twice the burst completes through retries', async () => {
     const orgdata = new Orgdata({ apiKey: server.apiKey, baseUrl: server.baseUrl, fetch: watching });
+    const started = performance.now();
     const pages = await Promise.all(Array.from({ length: 10 }, () => orgdata.contacts.list({ limit: 1 })));
     expect(pages.every((page) => page.object === 'list')).toBe(true);
-    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(5);
+    // 10 requests at once against a burst of 5: 5 are refused, less one for each token the bucket
+    // regained (5 a second) while they were under way: on a loaded machine (CI with other suites)
+    // they can take most of a second to arrive. Refusals make the batch last over a second (a
+    // retry waits Retry-After), so a batch that went through quickly must have had them.
+    const seconds = (performance.now() - started) / 1000;
+    expect(statuses.filter((s) => s === 200).length).toBe(10);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(Math.max(0, 5 - Math.ceil(seconds * 5)));
     statuses.length = 0;
     retryAfters.length = 0;
     await new Promise((resolve) => setTimeout(resolve, 1_200)); // the bucket refills
