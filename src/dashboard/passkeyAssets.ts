@@ -69,7 +69,14 @@ const WIRING = String.raw`
       const response = kind === 'create' ? await webauthn.startRegistration({ optionsJSON }) : await webauthn.startAuthentication({ optionsJSON });
       status.textContent = 'Checking\u2026';
       const done = await send(verifyUrl, Object.assign({ _csrf: field('_csrf'), response }, extra));
-      window.location.assign(done.redirect);
+      // Going to the page already shown (adding a passkey on the account page) must load it again.
+      const target = new URL(done.redirect, window.location.href);
+      if (target.pathname === window.location.pathname && target.search === window.location.search) {
+        window.history.replaceState(null, '', target.href);
+        window.location.reload();
+      } else {
+        window.location.assign(target.href);
+      }
     } catch (error) {
       status.textContent = explain(error);
       control.disabled = false;
