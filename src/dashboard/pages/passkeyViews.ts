@@ -10,9 +10,9 @@ const when = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).re
 function row(session: SessionView, passkey: PasskeyView): Html {
   const base = `${PASSKEYS_PATH}/${encodeURIComponent(passkey.id)}`;
   return html`<tr>
-    <td>${passkey.name}</td>
-    <td class="nowrap">${when(passkey.created_at)}</td>
-    <td class="nowrap">${passkey.last_used_at ? when(passkey.last_used_at) : 'Never'}</td>
+    <td><strong>${passkey.name}</strong></td>
+    <td class="nowrap" data-label="Added">${when(passkey.created_at)}</td>
+    <td class="nowrap" data-label="Last used">${passkey.last_used_at ? when(passkey.last_used_at) : 'Never'}</td>
     <td class="actions">
       <details class="rename">
         <summary>Rename<span class="sr-only"> ${passkey.name}</span></summary>
