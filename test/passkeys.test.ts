@@ -84,7 +84,7 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     return p.b.json('/settings/account/passkeys', { _csrf: p.b.csrf, name, response: p.key.register(options.json()) });
   }
 
-  async function memberEvents(userId: string, type: string) {
+  async function memberEvents(userId: string, type: string): Promise<Record<string, unknown>[]> {
     const rows = await h.db.kysely
       .selectFrom('events')
       .select(['data', 'actor_type'])
@@ -92,7 +92,7 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
       .where('type', '=', type)
       .orderBy('created_at')
       .execute();
-    return rows.map((r) => ({ ...(JSON.parse(r.data) as Json), actor_type: r.actor_type }));
+    return rows.map((r) => ({ ...(JSON.parse(r.data) as Record<string, string>), actor_type: r.actor_type }));
   }
 
   async function passkeySignIn(b: Browser, key: SoftAuthenticator, next = '', bad = {}) {
@@ -132,7 +132,11 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
   it('refuses to add a passkey without the CSRF token, from another site, without a name, or with a bad answer', async () => {
     const p = await person();
     expect((await p.b.json('/settings/account/passkeys/options', { name: 'x' })).statusCode).toBe(403);
-    const crossSite = await p.b.json('/settings/account/passkeys/options', { _csrf: p.b.csrf, name: 'x' }, { origin: 'https://evil.example' });
+    const crossSite = await p.b.json(
+      '/settings/account/passkeys/options',
+      { _csrf: p.b.csrf, name: 'x' },
+      { origin: 'https://evil.example' },
+    );
     expect(crossSite.statusCode).toBe(403);
     const noName = await p.b.json('/settings/account/passkeys/options', { _csrf: p.b.csrf, name: '  ' });
     expect(noName.statusCode).toBe(400);
@@ -141,7 +145,11 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     // Another origin, another RP ID, no user verification, another challenge: nothing is stored.
     for (const bad of [{ origin: 'https://evil.example' }, { rpId: 'evil.example' }, { uv: false }, { challenge: 'AAAA' }]) {
       const options = await p.b.json('/settings/account/passkeys/options', { _csrf: p.b.csrf, name: 'Bad' });
-      const refused = await p.b.json('/settings/account/passkeys', { _csrf: p.b.csrf, name: 'Bad', response: p.key.register(options.json(), bad) });
+      const refused = await p.b.json('/settings/account/passkeys', {
+        _csrf: p.b.csrf,
+        name: 'Bad',
+        response: p.key.register(options.json(), bad),
+      });
       expect(refused.statusCode, JSON.stringify(bad)).toBe(400);
     }
     // No ceremony at all, and junk for an answer.
@@ -163,7 +171,11 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     await other.b.json('/settings/account/passkeys/options', { _csrf: other.b.csrf, name: 'Mine' });
     const stolen = await other.b.json('/settings/account/passkeys/options', { _csrf: other.b.csrf, name: 'Mine' });
     p.b.cookies.set('od_passkey_register', other.b.cookies.get('od_passkey_register')!);
-    const crossed = await p.b.json('/settings/account/passkeys', { _csrf: p.b.csrf, name: 'Mine', response: p.key.register(stolen.json()) });
+    const crossed = await p.b.json('/settings/account/passkeys', {
+      _csrf: p.b.csrf,
+      name: 'Mine',
+      response: p.key.register(stolen.json()),
+    });
     expect(crossed.statusCode).toBe(400);
     expect((await h.db.kysely.selectFrom('passkeys').select('name').where('user_id', '=', p.id).execute()).map((r) => r.name)).toEqual([
       'Once',
@@ -219,9 +231,13 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     const forged = browser();
     const forgedOptions = await forged.json('/login/passkey/options', {});
     const forgedAnswer = forger.authenticate(forgedOptions.json());
-    expect((await forged.json('/login/passkey', { response: { ...forgedAnswer, id: p.key.credentials[0]!.id, rawId: p.key.credentials[0]!.id } })).statusCode).toBe(
-      401,
-    );
+    expect(
+      (
+        await forged.json('/login/passkey', {
+          response: { ...forgedAnswer, id: p.key.credentials[0]!.id, rawId: p.key.credentials[0]!.id },
+        })
+      ).statusCode,
+    ).toBe(401);
     // A cloned authenticator: its counter is behind the stored one.
     expect((await passkeySignIn(browser(), p.key, '', { counter: 1 })).statusCode).toBe(401);
     const reasons = (await memberEvents(p.id, 'member.sign_in_failed')).map((e) => e.reason);
@@ -294,9 +310,9 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     for (let i = 0; i < 5; i++) {
       const options = await b.json('/login/two-factor/passkey/options', {});
       expect(options.statusCode).toBe(200);
-      expect((await b.json('/login/two-factor/passkey', { response: p.key.authenticate(options.json(), undefined, { uv: false }) })).statusCode).toBe(
-        401,
-      );
+      expect(
+        (await b.json('/login/two-factor/passkey', { response: p.key.authenticate(options.json(), undefined, { uv: false }) })).statusCode,
+      ).toBe(401);
     }
     expect((await b.json('/login/two-factor/passkey/options', {})).statusCode).toBe(401);
   });
@@ -315,7 +331,11 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
 
     const options = await p.b.json('/reauth/passkey/options', { _csrf: p.b.csrf });
     expect((options.json().allowCredentials as { id: string }[]).map((c) => c.id)).toEqual([p.key.credentials[0]!.id]);
-    const done = await p.b.json('/reauth/passkey', { _csrf: p.b.csrf, next: '/settings/developer', response: p.key.authenticate(options.json()) });
+    const done = await p.b.json('/reauth/passkey', {
+      _csrf: p.b.csrf,
+      next: '/settings/developer',
+      response: p.key.authenticate(options.json()),
+    });
     expect(done.statusCode).toBe(200);
     expect(done.json()).toEqual({ redirect: '/settings/developer' });
     expect(p.b.cookies.get('od_session')).not.toBe(oldSession);
@@ -342,7 +362,9 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     expect((await p.b.form(`/settings/account/passkeys/${theirs.id}/remove`, { _csrf: p.b.csrf })).statusCode).toBe(404);
     expect((await p.b.form(`/settings/account/passkeys/${theirs.id}/rename`, { _csrf: p.b.csrf, name: 'Mine now' })).statusCode).toBe(404);
     expect((await p.b.form(`/settings/account/passkeys/${mine.id}/remove`, {})).statusCode).toBe(403); // no CSRF token
-    expect((await h.db.kysely.selectFrom('passkeys').select('name').where('id', '=', theirs.id).executeTakeFirstOrThrow()).name).toBe('Theirs');
+    expect((await h.db.kysely.selectFrom('passkeys').select('name').where('id', '=', theirs.id).executeTakeFirstOrThrow()).name).toBe(
+      'Theirs',
+    );
 
     const renamed = await p.b.form(`/settings/account/passkeys/${mine.id}/rename`, { _csrf: p.b.csrf, name: 'Old phone' });
     expect(renamed.statusCode).toBe(303);

@@ -54,7 +54,10 @@ export function jsonBody(request: FastifyRequest): Record<string, unknown> {
 export const str = (body: Record<string, unknown>, name: string) => (typeof body[name] === 'string' ? body[name] : '');
 
 export function answer(reply: FastifyReply, status: number, message: string, extra: Record<string, unknown> = {}) {
-  return reply.code(status).header('cache-control', 'no-store').send({ message, ...extra });
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .send({ message, ...extra });
 }
 
 /**
@@ -70,7 +73,8 @@ export function jsonEndpoint(handler: (request: FastifyRequest, reply: FastifyRe
       return await handler(request, reply);
     } catch (error) {
       if (!(error instanceof ServiceError)) throw error;
-      const message = error instanceof ValidationError ? error.errors.map((e) => `${labelOf(e.field)} ${e.message}.`).join(' ') : error.message;
+      const message =
+        error instanceof ValidationError ? error.errors.map((e) => `${labelOf(e.field)} ${e.message}.`).join(' ') : error.message;
       return answer(reply, statusOf(error), message);
     }
   };

@@ -64,7 +64,13 @@ describe.skipIf(!hasChromium)('passkeys in a browser', { timeout: 180_000 }, () 
   }
 
   async function events(type: string) {
-    const rows = await server.db.kysely.selectFrom('events').select('data').where('type', '=', type).where('subject_id', '=', userId).orderBy('created_at').execute();
+    const rows = await server.db.kysely
+      .selectFrom('events')
+      .select('data')
+      .where('type', '=', type)
+      .where('subject_id', '=', userId)
+      .orderBy('created_at')
+      .execute();
     return rows.map((row) => JSON.parse(row.data) as Record<string, unknown>);
   }
 
@@ -127,7 +133,12 @@ describe.skipIf(!hasChromium)('passkeys in a browser', { timeout: 180_000 }, () 
     expect(await events('member.signed_in')).toMatchObject([{ method: 'password' }, { method: 'password' }, { method: 'passkey' }]);
     await page.goto(`${server.url}/activity?type=member.signed_in`);
     expect(await page.locator('table.activity').getByText('member.signed_in').count()).toBe(3);
-    const session = await server.db.kysely.selectFrom('sessions').select('method').where('user_id', '=', userId).orderBy('created_at', 'desc').executeTakeFirstOrThrow();
+    const session = await server.db.kysely
+      .selectFrom('sessions')
+      .select('method')
+      .where('user_id', '=', userId)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
     expect(session.method).toBe('passkey');
 
     // Re-authentication (the /reauth page offers the same button): the session is rotated.
@@ -138,7 +149,14 @@ describe.skipIf(!hasChromium)('passkeys in a browser', { timeout: 180_000 }, () 
 
     // The second step of a password sign-in (POST /login leaves the pending sign-in and its cookie).
     await page.getByRole('button', { name: 'Sign out' }).click();
-    const pending = await createChallenge(server.db.kysely, 'two_factor', userId, { orgId, next: '/labels', email: EMAIL }, 5 * 60_000, new Date());
+    const pending = await createChallenge(
+      server.db.kysely,
+      'two_factor',
+      userId,
+      { orgId, next: '/labels', email: EMAIL },
+      5 * 60_000,
+      new Date(),
+    );
     await context.addCookies([{ name: 'od_pending', value: pending, url: server.url, httpOnly: true, sameSite: 'Lax' }]);
     await page.goto(`${server.url}/login`);
     await clickInjected(page, 'data-passkey-second-factor');

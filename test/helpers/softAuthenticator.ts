@@ -32,12 +32,12 @@ export interface Misbehaviour {
 }
 
 const b64u = (bytes: Uint8Array | Buffer) => Buffer.from(bytes).toString('base64url');
-const sha256 = (data: Uint8Array | string) => createHash('sha256').update(data).digest();
+const sha256 = (data: Uint8Array | string): Buffer => Buffer.from(createHash('sha256').update(data).digest());
 
 function authData(rpId: string, flags: number, counter: number, attested?: { id: Buffer; cose: Uint8Array }): Buffer {
   const count = Buffer.alloc(4);
   count.writeUInt32BE(counter);
-  const parts = [sha256(rpId), Buffer.from([flags]), count];
+  const parts: Buffer[] = [sha256(rpId), Buffer.from([flags]), count];
   if (attested) {
     const length = Buffer.alloc(2);
     length.writeUInt16BE(attested.id.length);
@@ -80,9 +80,9 @@ export class SoftAuthenticator {
       crossOrigin: false,
     });
     const attestation = isoCBOR.encode(
-      new Map<string, string | Uint8Array | Map<string, never>>([
+      new Map<string, string | Uint8Array | Map<string, string>>([
         ['fmt', 'none'],
-        ['attStmt', new Map()],
+        ['attStmt', new Map<string, string>()],
         ['authData', new Uint8Array(data)],
       ]),
     );
@@ -103,7 +103,12 @@ export class SoftAuthenticator {
     credential.counter = counter;
     const data = authData(bad.rpId ?? (options.rpId as string), UP | (bad.uv === false ? 0 : UV), counter);
     const clientData = Buffer.from(
-      JSON.stringify({ type: 'webauthn.get', challenge: bad.challenge ?? options.challenge, origin: bad.origin ?? this.origin, crossOrigin: false }),
+      JSON.stringify({
+        type: 'webauthn.get',
+        challenge: bad.challenge ?? options.challenge,
+        origin: bad.origin ?? this.origin,
+        crossOrigin: false,
+      }),
     );
     const signature = sign('sha256', Buffer.concat([data, sha256(clientData)]), credential.privateKey);
     return {

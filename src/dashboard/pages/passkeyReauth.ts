@@ -20,7 +20,14 @@ export const passkeyReauthPages: FastifyPluginAsync<DashboardDeps> = async (app,
     jsonEndpoint(async (request, reply) => {
       const session = request.session!;
       const rp = relyingPartyOf(deps);
-      const { options, token } = await startAssertion(db, rp, 'passkey_reauth', session.userId, { session: session.sessionHash }, new Date());
+      const { options, token } = await startAssertion(
+        db,
+        rp,
+        'passkey_reauth',
+        session.userId,
+        { session: session.sessionHash },
+        new Date(),
+      );
       startCeremony(reply, deps, 'passkey_reauth', token);
       return reply.header('cache-control', 'no-store').send(options);
     }),
@@ -40,7 +47,8 @@ export const passkeyReauthPages: FastifyPluginAsync<DashboardDeps> = async (app,
           { token, response: body.response, userId: session.userId },
           new Date(),
         );
-        if (asserted.data.session !== session.sessionHash) throw new PasskeyRefused('no_challenge', { id: session.userId, email: session.email });
+        if (asserted.data.session !== session.sessionHash)
+          throw new PasskeyRefused('no_challenge', { id: session.userId, email: session.email });
       } catch (error) {
         if (!(error instanceof PasskeyRefused)) throw error;
         await signInFailed(request, deps, { user: { id: session.userId, email: session.email }, method: 'passkey', reason: error.reason });

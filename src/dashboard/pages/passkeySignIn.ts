@@ -57,7 +57,13 @@ export const passkeySignInPages: FastifyPluginAsync<DashboardDeps> = async (app,
       const token = endCeremony(request, reply, 'passkey_sign_in');
       let asserted;
       try {
-        asserted = await finishAssertion(db, relyingPartyOf(deps), 'passkey_sign_in', { token, response: body.response, userId: null }, new Date());
+        asserted = await finishAssertion(
+          db,
+          relyingPartyOf(deps),
+          'passkey_sign_in',
+          { token, response: body.response, userId: null },
+          new Date(),
+        );
       } catch (error) {
         return refused(request, reply, 'passkey', error);
       }
@@ -66,7 +72,11 @@ export const passkeySignInPages: FastifyPluginAsync<DashboardDeps> = async (app,
       } catch (error) {
         // An account in no organisation: nowhere to open a session.
         if (!(error instanceof ForbiddenError)) throw error;
-        await signInFailed(request, deps, { user: { id: asserted.userId, email: asserted.email }, method: 'passkey', reason: 'no_organisation' });
+        await signInFailed(request, deps, {
+          user: { id: asserted.userId, email: asserted.email },
+          method: 'passkey',
+          reason: 'no_organisation',
+        });
         return answer(reply, 403, error.message);
       }
       return reply.send({ redirect: safeNext(str(body, 'next')) });

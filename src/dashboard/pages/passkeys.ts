@@ -24,7 +24,12 @@ export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
       const session = request.session!;
       // The name is checked before the prompt, so a bad one does not cost a trip through it.
       passkeyName(str(jsonBody(request), 'name'));
-      const { options, token } = await startRegistration(db, relyingPartyOf(deps), { id: session.userId, email: session.email }, new Date());
+      const { options, token } = await startRegistration(
+        db,
+        relyingPartyOf(deps),
+        { id: session.userId, email: session.email },
+        new Date(),
+      );
       startCeremony(reply, deps, 'passkey_register', token);
       return reply.header('cache-control', 'no-store').send(options);
     }),
@@ -44,7 +49,10 @@ export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
         new Date(),
       );
       flash(reply, `Passkey “${added.name}” added. You can sign in with it from now on.`);
-      return reply.code(201).header('cache-control', 'no-store').send({ id: added.id, name: added.name, redirect: '/settings/account#passkeys' });
+      return reply
+        .code(201)
+        .header('cache-control', 'no-store')
+        .send({ id: added.id, name: added.name, redirect: '/settings/account#passkeys' });
     }),
   );
 

@@ -162,7 +162,11 @@ export async function renamePasskey(db: Kysely<Database>, userId: string, id: st
   const name = passkeyName(rawName);
   await ownPasskey(db, userId, id);
   await db.updateTable('passkeys').set({ name }).where('id', '=', id).where('user_id', '=', userId).execute();
-  const row = await db.selectFrom('passkeys').select(['id', 'name', 'created_at', 'last_used_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('passkeys')
+    .select(['id', 'name', 'created_at', 'last_used_at'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
   return row;
 }
 
