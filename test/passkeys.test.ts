@@ -132,6 +132,8 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
   it('refuses to add a passkey without the CSRF token, from another site, without a name, or with a bad answer', async () => {
     const p = await person();
     expect((await p.b.json('/settings/account/passkeys/options', { name: 'x' })).statusCode).toBe(403);
+    expect((await p.b.json('/settings/account/passkeys/options', { name: 'x' }, { 'x-csrf-token': 'wrong' })).statusCode).toBe(403);
+    expect((await p.b.json('/settings/account/passkeys/options', { name: 'x' }, { 'x-csrf-token': p.b.csrf })).statusCode).toBe(200);
     const crossSite = await p.b.json(
       '/settings/account/passkeys/options',
       { _csrf: p.b.csrf, name: 'x' },
@@ -221,6 +223,13 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     expect((await anon.json('/login/passkey', {}, { origin: '' })).statusCode).toBe(403);
     expect((await anon.json('/login/passkey/options', {}, { 'sec-fetch-site': 'cross-site' })).statusCode).toBe(403);
     expect((await anon.form('/login/passkey', { response: '{}' })).statusCode).toBe(403);
+    const garbled = await h.app.inject({
+      method: 'POST',
+      url: '/login/passkey',
+      headers: { host: 'orgdata.test', origin: ORIGIN, 'content-type': 'application/json' },
+      payload: '{"response": ',
+    });
+    expect(garbled.statusCode).toBe(400);
 
     for (const bad of [{ origin: 'https://evil.example' }, { rpId: 'evil.example' }, { uv: false }]) {
       expect((await passkeySignIn(browser(), p.key, '', bad)).statusCode, JSON.stringify(bad)).toBe(401);
@@ -297,6 +306,11 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     const used = browser();
     used.cookies.set('od_pending', b.cookies.get('od_pending') ?? 'gone');
     expect((await used.json('/login/two-factor/passkey/options', {})).statusCode).toBe(401);
+    // A pending sign-in of someone with no passkey: nothing to offer.
+    const without = await person();
+    const none = await (await pendingSignIn(without.id, without.email)).json('/login/two-factor/passkey/options', {});
+    expect(none.statusCode).toBe(400);
+    expect(none.json().message).toContain('no passkey');
     // Without a pending sign-in: nothing to answer.
     expect((await browser().json('/login/two-factor/passkey/options', {})).statusCode).toBe(401);
     expect((await browser().json('/login/two-factor/passkey', { response: {} })).statusCode).toBe(401);

@@ -80,4 +80,4 @@ export function jsonEndpoint(handler: (request: FastifyRequest, reply: FastifyRe
   };
 }
 
-const labelOf = (field: string) => (field === 'name' ? 'Name:' : field === 'response' ? 'Passkey:' : `${field}:`);
+const labelOf = (field: string) => (field === 'name' ? 'Name:' : field === 'response' || field === 'passkey' ? 'Passkey:' : `${field}:`);

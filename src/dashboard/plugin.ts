@@ -155,7 +155,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     pages.addHook('preHandler', async (request) => {
       // Multipart forms (file imports) check the token themselves, once the field has been read.
       const multipart = String(request.headers['content-type'] ?? '').startsWith('multipart/');
-      if (request.method === 'POST' && !multipart) checkCsrf(request, text(request.body, '_csrf'));
+      // JSON requests of the page scripts (passkeys) may carry it in a header instead: another site can send neither.
+      if (request.method === 'POST' && !multipart) checkCsrf(request, text(request.body, '_csrf') || request.headers['x-csrf-token']);
     });
     await pages.register(contactPages, deps);
     await pages.register(labelPages, deps);
