@@ -143,6 +143,14 @@ describe.skipIf(!hasChromium)('passkeys in a browser', { timeout: 180_000 }, () 
 
     // Re-authentication (the /reauth page offers the same button): the session is rotated.
     await page.goto(`${server.url}/settings/account?next=${encodeURIComponent('/settings/developer')}`);
+    // Its sign-in shows as its last use.
+    expect(
+      await page
+        .getByRole('row', { name: /Work laptop/ })
+        .getByText('Never')
+        .count(),
+    ).toBe(0);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'account-passkeys-used-1280px.png'), fullPage: true });
     await clickInjected(page, 'data-passkey-reauth');
     await page.waitForURL(`${server.url}/settings/developer`);
     expect(await events('member.reauthenticated')).toMatchObject([{ method: 'passkey' }]);
