@@ -53,6 +53,11 @@ meter{width:16rem;height:1.2rem;vertical-align:middle}.status.s2{color:#2f7d4f}.
 .nav-title{margin-left:0}.sep{display:none}main{padding:1rem .75rem}
 table{display:block;overflow-x:auto;max-width:100%;position:relative}td,th{overflow-wrap:normal}.checks{grid-template-columns:1fr}.field{max-width:100%}
 }
+.passkey-sign-in{margin-top:1rem;padding-top:1rem;border-top:1px solid var(--line)}.passkey-sign-in button{width:100%}[data-passkey-status]:empty{display:none}
+[data-passkey-status]{margin:.5rem 0 0}td.actions details.rename{display:inline-block;margin-right:.5rem;vertical-align:middle}details.rename summary{cursor:pointer;color:var(--accent)}
+details.rename[open]{display:block;margin:0 0 .5rem}details.rename form{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin-top:.4rem}
+@media (max-width:48rem){table.passkeys,table.passkeys tbody,table.passkeys tr,table.passkeys td{display:block}table.passkeys thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
+table.passkeys tr{border-bottom:1px solid var(--line);padding:.5rem 0}table.passkeys td{border:0;padding:.1rem 0;white-space:normal}table.passkeys td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.85rem}}
 `;
 
 export const JS = `

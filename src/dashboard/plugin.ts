@@ -6,6 +6,7 @@ import { statusOf } from '../web/errorStatus.js';
 import { isConnectionLost, isContention, isStatementTimeout } from '../db/errors.js';
 import { setPageHeaders } from '../web/pageHeaders.js';
 import { CSS, JS } from './assets.js';
+import { PASSKEYS_JS, WEBAUTHN_JS } from './passkeyAssets.js';
 import { checkCsrf, requireSession, text } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -22,6 +23,9 @@ import { invitationPages } from './pages/invitations.js';
 import { invitePages } from './pages/invite.js';
 import { passwordResetPages } from './pages/passwordReset.js';
 import { accountPages } from './pages/account.js';
+import { passkeyPages } from './pages/passkeys.js';
+import { passkeyReauthPages } from './pages/passkeyReauth.js';
+import { passkeySignInPages } from './pages/passkeySignIn.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
@@ -127,6 +131,15 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   app.get('/assets/dashboard.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(JS),
   );
+  // Passkeys: @simplewebauthn/browser's bundle alone, and with our wiring of the pages' buttons.
+  for (const [url, script] of [
+    ['/assets/webauthn.js', WEBAUTHN_JS],
+    ['/assets/passkeys.js', PASSKEYS_JS],
+  ] as const) {
+    app.get(url, async (_request, reply) =>
+      reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(script),
+    );
+  }
   app.get('/', async (_request, reply) => reply.redirect('/contacts', 303));
   app.get('/favicon.ico', async (_request, reply) => reply.code(204).send());
 
@@ -134,6 +147,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   // Pages for people who are not signed in: accepting an invitation, a forgotten password.
   await app.register(invitePages, deps);
   await app.register(passwordResetPages, deps);
+  await app.register(passkeySignInPages, deps);
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {
@@ -141,7 +155,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     pages.addHook('preHandler', async (request) => {
       // Multipart forms (file imports) check the token themselves, once the field has been read.
       const multipart = String(request.headers['content-type'] ?? '').startsWith('multipart/');
-      if (request.method === 'POST' && !multipart) checkCsrf(request, text(request.body, '_csrf'));
+      // JSON requests of the page scripts (passkeys) may carry it in a header instead: another site can send neither.
+      if (request.method === 'POST' && !multipart) checkCsrf(request, text(request.body, '_csrf') || request.headers['x-csrf-token']);
     });
     await pages.register(contactPages, deps);
     await pages.register(labelPages, deps);
@@ -152,6 +167,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(memberPages, deps);
     await pages.register(invitationPages, deps);
     await pages.register(accountPages, deps);
+    await pages.register(passkeyPages, deps);
+    await pages.register(passkeyReauthPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
     await pages.register(requestLogPages, deps);

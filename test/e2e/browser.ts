@@ -92,6 +92,6 @@ export async function signInAs(page: Page, base: string, email: string, password
   await page.goto(`${base}/login`);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.waitForURL(`${base}/contacts`);
 }

@@ -1,11 +1,13 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnavailableError, ValidationError } from '../../domain/errors.js';
 import { changePassword } from '../../domain/identity/passwordChanges.js';
+import { listPasskeys } from '../../domain/identity/passkeys.js';
 import { openSession } from '../../domain/sessions/sessions.js';
 import { flash, originOf, startSession, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { passkeySection } from './passkeyViews.js';
 
 const ACCOUNT = '/settings/account';
 
@@ -15,13 +17,14 @@ const ACCOUNT = '/settings/account';
  * other session of theirs, and gives this browser a new session.
  */
 export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies, signInThrottle }) => {
-  function accountPage(
+  async function accountPage(
     request: FastifyRequest,
     reply: FastifyReply,
     status: number,
     options: { errors?: FieldErrors; alert?: string } = {},
   ) {
     const session = request.session!;
+    const passkeys = await listPasskeys(db, session.userId);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -48,7 +51,8 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
                 hint: 'At least 8 characters, not your email address. Your other sessions are signed out.',
               })}
               <button type="submit">Change password</button>
-            </form>`,
+            </form>
+            ${passkeySection(session, passkeys)}`,
         }),
       );
   }

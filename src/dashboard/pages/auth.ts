@@ -21,6 +21,11 @@ function loginPage(options: { email?: string; errors?: FieldErrors; alert?: stri
         ${field({ name: 'password', label: 'Password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
         <button type="submit">Sign in</button>
       </form>
+      <div class="passkey-sign-in">
+        <button type="button" class="secondary" data-passkey-sign-in>Sign in with a passkey</button>
+        <p data-passkey-status role="status" class="hint"></p>
+      </div>
+      <script src="/assets/passkeys.js" defer></script>
       <p><a href="/forgot-password">Forgot your password?</a></p>
     </div>`,
   });

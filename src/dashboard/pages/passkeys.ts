@@ -1,0 +1,77 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { renamePasskey, removePasskey, passkeyName } from '../../domain/identity/passkeys.js';
+import { finishRegistration, startRegistration } from '../../domain/identity/webauthn.js';
+import { flash, text } from '../context.js';
+import { endCeremony, jsonBody, jsonEndpoint, relyingPartyOf, startCeremony, str } from '../passkeyRequests.js';
+import { causeOf } from '../signIns.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
+import { PASSKEYS_PATH } from './passkeyViews.js';
+
+/**
+ * Adding, renaming and removing one's own passkeys (the list is on /settings/account). Adding is
+ * two JSON requests around the browser's WebAuthn prompt: the options (with a challenge kept for
+ * 5 minutes), then the browser's answer, checked and stored. The session's CSRF token comes in
+ * the JSON body and is checked with every other POST of a signed-in page (plugin.ts); removing
+ * and renaming are ordinary forms. Every query is the signed-in person's own: another person's
+ * passkey id is not found (404).
+ */
+export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db } = deps;
+
+  app.post(
+    `${PASSKEYS_PATH}/options`,
+    jsonEndpoint(async (request, reply) => {
+      const session = request.session!;
+      // The name is checked before the prompt, so a bad one does not cost a trip through it.
+      passkeyName(str(jsonBody(request), 'name'));
+      const { options, token } = await startRegistration(
+        db,
+        relyingPartyOf(deps),
+        { id: session.userId, email: session.email },
+        new Date(),
+      );
+      startCeremony(reply, deps, 'passkey_register', token);
+      return reply.header('cache-control', 'no-store').send(options);
+    }),
+  );
+
+  app.post(
+    PASSKEYS_PATH,
+    jsonEndpoint(async (request, reply) => {
+      const session = request.session!;
+      const body = jsonBody(request);
+      const added = await finishRegistration(
+        db,
+        relyingPartyOf(deps),
+        { id: session.userId, email: session.email },
+        { token: endCeremony(request, reply, 'passkey_register'), response: body.response, name: str(body, 'name') },
+        causeOf(request, session.userId),
+        new Date(),
+      );
+      flash(reply, `Passkey “${added.name}” added. You can sign in with it from now on.`);
+      return reply
+        .code(201)
+        .header('cache-control', 'no-store')
+        .send({ id: added.id, name: added.name, redirect: '/settings/account#passkeys' });
+    }),
+  );
+
+  app.post<{ Params: { id: string } }>(`${PASSKEYS_PATH}/:id/rename`, async (request, reply) => {
+    const renamed = await renamePasskey(db, request.session!.userId, request.params.id, text(request.body, 'name'));
+    flash(reply, `Passkey renamed to “${renamed.name}”.`);
+    return reply.redirect('/settings/account#passkeys', 303);
+  });
+
+  app.post<{ Params: { id: string } }>(`${PASSKEYS_PATH}/:id/remove`, async (request, reply) => {
+    const session = request.session!;
+    const removed = await removePasskey(
+      db,
+      { id: session.userId, email: session.email },
+      request.params.id,
+      causeOf(request, session.userId),
+      new Date(),
+    );
+    flash(reply, `Passkey “${removed.name}” removed: it can no longer sign you in.`);
+    return reply.redirect('/settings/account#passkeys', 303);
+  });
+};
