@@ -22,6 +22,8 @@ import { invitationPages } from './pages/invitations.js';
 import { invitePages } from './pages/invite.js';
 import { passwordResetPages } from './pages/passwordReset.js';
 import { accountPages } from './pages/account.js';
+import { twoFactorPages } from './pages/twoFactor.js';
+import { twoFactorSignInPages } from './pages/twoFactorSignIn.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
@@ -134,6 +136,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   // Pages for people who are not signed in: accepting an invitation, a forgotten password.
   await app.register(invitePages, deps);
   await app.register(passwordResetPages, deps);
+  await app.register(twoFactorSignInPages, deps);
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {
@@ -152,6 +155,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(memberPages, deps);
     await pages.register(invitationPages, deps);
     await pages.register(accountPages, deps);
+    await pages.register(twoFactorPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
     await pages.register(requestLogPages, deps);
