@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resetLinkFor } from '../src/domain/identity/passwordResets.js';
 import { visitor, type Visitor } from './helpers/anonymousForms.js';
 import { signedIn } from './helpers/browserSession.js';
-import { addMember, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { addMember, DIALECTS, SECRET, makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { scrape, TOKEN, valueOf } from './helpers/metrics.js';
 import { enrol, recoveryCodesIn, setupOf, totpCode } from './helpers/twoFactor.js';
 
@@ -181,6 +181,43 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     expect(failures.filter((f) => f.reason === 'wrong_code')).toHaveLength(5);
     const failedAfter = valueOf(await scrape(h), 'orgdata_sign_ins_total', { method: 'totp', result: 'failed' });
     expect(failedAfter).toBe(failedBefore + 5);
+    // The sign-in throttle counted them: this account, from this network, must now wait.
+    const throttled = await visitor(h.app).post('/login', { email, password: PASSWORD });
+    expect(throttled.statusCode).toBe(429);
+    expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
+    // From elsewhere, the right password and code still get in.
+    const elsewhere = visitor(h.app, '203.0.113.77');
+    expect((await elsewhere.post('/login', { email, password: PASSWORD })).headers.location).toBe('/login/two-factor');
+    await elsewhere.get('/login/two-factor');
+    expect((await elsewhere.post('/login/two-factor', { code: totpCode(secret, 1) })).statusCode).toBe(303);
+  });
+
+  it('offers a passkey as the second factor to someone who has one (and no code form without TOTP)', async () => {
+    const member = await addMember(h, org.orgId, 'member');
+    await h.db.kysely
+      .insertInto('passkeys')
+      .values({
+        id: `pk_${member.id}`,
+        user_id: member.id,
+        credential_id: `cred-${member.id}`,
+        public_key: 'AAAA',
+        sign_count: 0,
+        transports: '[]',
+        name: 'Laptop',
+        created_at: new Date().toISOString(),
+        last_used_at: null,
+      })
+      .execute();
+    const person = await passwordStep(member.email);
+    const page = (await person.get('/login/two-factor')).body;
+    expect(page).toContain('<button type="button" data-passkey-second-factor>Use a passkey</button>');
+    expect(page).toContain('<script src="/assets/passkeys.js" defer></script>');
+    expect(page).not.toContain('name="code"');
+    // A code cannot stand in for the passkey.
+    const nonce = person.cookies.get('od_form')!;
+    const csrf = createHmac('sha256', SECRET).update(`form:${nonce}`).digest('base64url');
+    expect((await person.post('/login/two-factor', { code: '123456' }, { csrf })).statusCode).toBe(401);
+    expect(person.cookies.has('od_session')).toBe(false);
   });
 
   it('lets the pending sign-in last 5 minutes only, and sends a browser without one back to /login', async () => {
