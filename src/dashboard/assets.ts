@@ -53,6 +53,7 @@ meter{width:16rem;height:1.2rem;vertical-align:middle}.status.s2{color:#2f7d4f}.
 .nav-title{margin-left:0}.sep{display:none}main{padding:1rem .75rem}
 table{display:block;overflow-x:auto;max-width:100%;position:relative}td,th{overflow-wrap:normal}.checks{grid-template-columns:1fr}.field{max-width:100%}
 }
+code.wrap{word-break:break-all}svg.qr{display:block;max-width:100%;height:auto}form.again{margin-top:1rem}ul.codes{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:.4rem;font-size:1.1rem}
 `;
 
 export const JS = `

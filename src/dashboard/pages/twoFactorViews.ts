@@ -44,16 +44,14 @@ export function setupView(session: SessionView, pending: PendingSetup, qr: Html,
     <figure>${qr}</figure>
     <p>Cannot scan it? Enter this key by hand (time-based, 6 digits, 30 seconds):</p>
     <p><code id="totp-secret">${grouped(pending.secret)}</code></p>
-    <details>
-      <summary>The setup link</summary>
-      <p><code id="totp-uri" class="wrap">${pending.uri}</code></p>
-    </details>
+    <p>Or, on the device with your app, the set-up link:</p>
+    <p><code id="totp-uri" class="wrap">${pending.uri}</code></p>
     ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
     <form method="post" action="${TWO_FACTOR}/confirm" novalidate>
       ${csrf(session)} ${codeField(options.errors, 'The code your app shows now.')}
       <button type="submit">Turn on two-factor authentication</button>
     </form>
-    <form method="post" action="${TWO_FACTOR}/setup">
+    <form method="post" action="${TWO_FACTOR}/setup" class="again">
       ${csrf(session)}
       <button type="submit" class="secondary">Start again with a new key</button>
     </form>`;
