@@ -47,9 +47,9 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
   }
 
   const eventsOf = async (userId: string, type: string) =>
-    (await h.db.kysely.selectFrom('events').select(['data', 'org_id']).where('subject_id', '=', userId).where('type', '=', type).execute()).map(
-      (row) => JSON.parse(row.data) as Record<string, unknown>,
-    );
+    (
+      await h.db.kysely.selectFrom('events').select(['data', 'org_id']).where('subject_id', '=', userId).where('type', '=', type).execute()
+    ).map((row) => JSON.parse(row.data) as Record<string, unknown>);
 
   it('sets up with an inline SVG QR code and the otpauth URI, confirms with a code, and shows 10 recovery codes once', async () => {
     const member = await addMember(h, org.orgId, 'member');
@@ -131,7 +131,12 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     expect(person.cookies.has('od_session')).toBe(true);
     expect(person.cookies.has('od_pending')).toBe(false);
     expect((await person.get('/contacts')).statusCode).toBe(200);
-    const session = await h.db.kysely.selectFrom('sessions').select('method').where('user_id', '=', id).orderBy('created_at', 'desc').executeTakeFirstOrThrow();
+    const session = await h.db.kysely
+      .selectFrom('sessions')
+      .select('method')
+      .where('user_id', '=', id)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
     expect(session.method).toBe('password+totp');
     expect((await eventsOf(id, 'member.signed_in')).map((e) => e.method)).toContain('password+totp');
     const after = valueOf(await scrape(h), 'orgdata_sign_ins_total', { method: 'totp', result: 'succeeded' });
@@ -222,10 +227,18 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
 
   it('lets the pending sign-in last 5 minutes only, and sends a browser without one back to /login', async () => {
     const { email, id, secret } = await enrolled();
-    const challenge = await h.db.kysely.selectFrom('auth_challenges').select(['created_at', 'expires_at']).where('user_id', '=', id).execute();
+    const challenge = await h.db.kysely
+      .selectFrom('auth_challenges')
+      .select(['created_at', 'expires_at'])
+      .where('user_id', '=', id)
+      .execute();
     expect(challenge).toEqual([]);
     const person = await passwordStep(email);
-    const row = await h.db.kysely.selectFrom('auth_challenges').select(['created_at', 'expires_at', 'purpose']).where('user_id', '=', id).executeTakeFirstOrThrow();
+    const row = await h.db.kysely
+      .selectFrom('auth_challenges')
+      .select(['created_at', 'expires_at', 'purpose'])
+      .where('user_id', '=', id)
+      .executeTakeFirstOrThrow();
     expect(row.purpose).toBe('two_factor');
     expect(Date.parse(row.expires_at) - Date.parse(row.created_at)).toBe(5 * 60_000);
     await h.db.kysely
@@ -256,7 +269,12 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     const person = await passwordStep(email);
     const done = await person.post('/login/two-factor', { code: codes[3]!.toUpperCase() });
     expect(done.statusCode, done.body).toBe(303);
-    const session = await h.db.kysely.selectFrom('sessions').select('method').where('user_id', '=', id).orderBy('created_at', 'desc').executeTakeFirstOrThrow();
+    const session = await h.db.kysely
+      .selectFrom('sessions')
+      .select('method')
+      .where('user_id', '=', id)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
     expect(session.method).toBe('password+recovery_code');
     const again = await passwordStep(email);
     expect((await again.post('/login/two-factor', { code: codes[3]! })).statusCode).toBe(401);
@@ -281,7 +299,10 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
       method: 'POST',
       url: '/login/two-factor',
       headers: { cookie: person.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
-      payload: new URLSearchParams({ _csrf: /name="_csrf" value="([^"]+)"/.exec((await person.get('/login/two-factor')).body)![1]!, code: totpCode(secret, 1) }).toString(),
+      payload: new URLSearchParams({
+        _csrf: /name="_csrf" value="([^"]+)"/.exec((await person.get('/login/two-factor')).body)![1]!,
+        code: totpCode(secret, 1),
+      }).toString(),
     });
     expect(cross.statusCode).toBe(403);
     expect(person.cookies.has('od_session')).toBe(false);
@@ -289,7 +310,9 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
 
   it('renews recovery codes and turns two-factor off only with a current code', async () => {
     const { email, id, user, secret, codes } = await enrolled();
-    expect((await user.post(`${TWO_FACTOR}/recovery-codes`, { code: '123456' === totpCode(secret) ? '654321' : '123456' })).statusCode).toBe(401);
+    expect(
+      (await user.post(`${TWO_FACTOR}/recovery-codes`, { code: '123456' === totpCode(secret) ? '654321' : '123456' })).statusCode,
+    ).toBe(401);
     expect((await user.post(`${TWO_FACTOR}/recovery-codes`, { code: '' })).statusCode).toBe(400);
     const renewed = await user.post(`${TWO_FACTOR}/recovery-codes`, { code: totpCode(secret) });
     expect(renewed.statusCode, renewed.body).toBe(200);
@@ -321,7 +344,13 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     // Activity, for the organisation's admin, lists the changes.
     const admin = await signedIn(h, org.adminEmail);
     const activity = (await admin.get('/activity?type=member.*')).body;
-    for (const type of ['member.two_factor_enabled', 'member.two_factor_disabled', 'member.recovery_codes_replaced', 'member.signed_in', 'member.sign_in_failed']) {
+    for (const type of [
+      'member.two_factor_enabled',
+      'member.two_factor_disabled',
+      'member.recovery_codes_replaced',
+      'member.signed_in',
+      'member.sign_in_failed',
+    ]) {
       expect(activity, type).toContain(type);
     }
   });
@@ -350,7 +379,12 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     expect(done.statusCode, done.body).toBe(303);
     expect(done.headers.location).toBe('/contacts');
     expect(await membership()).toEqual({ role: 'member' });
-    const session = await h.db.kysely.selectFrom('sessions').select(['method', 'org_id']).where('user_id', '=', id).orderBy('created_at', 'desc').executeTakeFirstOrThrow();
+    const session = await h.db.kysely
+      .selectFrom('sessions')
+      .select(['method', 'org_id'])
+      .where('user_id', '=', id)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
     expect(session).toEqual({ method: 'password+totp', org_id: other.orgId });
     expect((await visitor(h.app).get(link)).statusCode).toBe(410);
   });

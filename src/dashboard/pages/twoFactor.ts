@@ -57,7 +57,12 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     if (attempt.waitSeconds > 0) {
       const minutes = Math.ceil(attempt.waitSeconds / 60);
       reply.header('retry-after', String(attempt.waitSeconds));
-      return { refused: await show(request, reply, 429, { form, alert: `Too many wrong codes. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` }) };
+      return {
+        refused: await show(request, reply, 429, {
+          form,
+          alert: `Too many wrong codes. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+        }),
+      };
     }
     return { attempt };
   }
@@ -68,7 +73,8 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
 
   app.post(`${TWO_FACTOR}/setup`, async (request, reply) => {
     const started = await startTotpSetup(db, secret, person(request), new Date());
-    if (!started) return show(request, reply, 409, { alert: 'Two-factor authentication is already on. Turn it off first to use another app.' });
+    if (!started)
+      return show(request, reply, 409, { alert: 'Two-factor authentication is already on. Turn it off first to use another app.' });
     return reply.redirect(TWO_FACTOR, 303);
   });
 
@@ -81,7 +87,10 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
       return show(request, reply, 409, { alert });
     }
     const codes = await confirmTotpSetup(db, secret, person(request), code, causeOf(request, request.session!.userId), new Date());
-    if (!codes) return show(request, reply, 400, { errors: { code: 'That code is not right. Check the code in your app (and its clock) and try again.' } });
+    if (!codes)
+      return show(request, reply, 400, {
+        errors: { code: 'That code is not right. Check the code in your app (and its clock) and try again.' },
+      });
     return send(
       request,
       reply,

@@ -2,12 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnavailableError } from '../../domain/errors.js';
 import { countChallengeFailure, createChallenge, findChallenge, takeChallenge, type Challenge } from '../../domain/identity/challenges.js';
 import { joinAfterSecondFactor } from '../../domain/identity/invitationAcceptance.js';
-import {
-  PENDING_SIGN_IN_ATTEMPTS,
-  PENDING_SIGN_IN_MS,
-  refusalReason,
-  type PendingSignIn,
-} from '../../domain/identity/pendingSignIns.js';
+import { PENDING_SIGN_IN_ATTEMPTS, PENDING_SIGN_IN_MS, refusalReason, type PendingSignIn } from '../../domain/identity/pendingSignIns.js';
 import { acceptSecondFactorCode, secondFactorsOf } from '../../domain/identity/totp.js';
 import { flash, originOf, text } from '../context.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
@@ -151,7 +146,13 @@ export const twoFactorSignInPages: FastifyPluginAsync<DashboardDeps> = async (ap
     let orgId = taken.data.orgId;
     let next = safeNext(taken.data.next);
     if (taken.data.invitation) {
-      const joined = await joinAfterSecondFactor(db, taken.data.invitation, userId, { requestId: request.id, origin: originOf(request) }, now);
+      const joined = await joinAfterSecondFactor(
+        db,
+        taken.data.invitation,
+        userId,
+        { requestId: request.id, origin: originOf(request) },
+        now,
+      );
       if (joined) {
         orgId = joined.orgId;
         next = '/contacts';
@@ -160,8 +161,10 @@ export const twoFactorSignInPages: FastifyPluginAsync<DashboardDeps> = async (ap
       }
     }
     await finishSignIn(request, reply, deps, { userId, email: taken.data.email, ...(orgId ? { orgId } : {}), method: `password+${used}` });
-    if (used === 'recovery_code') flash(reply, 'You signed in with a recovery code: it is used up now. Check how many you have left in your account.');
-    else if (taken.data.invitation) flash(reply, orgId ? 'Welcome: you joined the organisation.' : 'That invitation no longer works; you are signed in.');
+    if (used === 'recovery_code')
+      flash(reply, 'You signed in with a recovery code: it is used up now. Check how many you have left in your account.');
+    else if (taken.data.invitation)
+      flash(reply, orgId ? 'Welcome: you joined the organisation.' : 'That invitation no longer works; you are signed in.');
     return reply.redirect(next, 303);
   });
 };

@@ -91,7 +91,9 @@ export function offView(session: SessionView, factors: SecondFactors, options: V
   return html`<p><strong>Two-factor authentication is off.</strong> Signing in asks for your password only.</p>
     ${
       factors.passkeys > 0
-        ? html`<p>You have ${factors.passkeys} passkey${factors.passkeys === 1 ? '' : 's'}: signing in with a password also asks for one.</p>`
+        ? html`<p>
+            You have ${factors.passkeys} passkey${factors.passkeys === 1 ? '' : 's'}: signing in with a password also asks for one.
+          </p>`
         : ''
     }
     ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}

@@ -101,7 +101,8 @@ export async function acceptInvitation(
       throw new UnauthorizedError(`That is not the password of the orgdata account of ${offer.email}.`);
     }
     if (existing.deactivated_at !== null) throw new ForbiddenError('This account is deactivated: ask the operator.');
-    if (await hasSecondFactor(db, existing.id)) return { userId: existing.id, orgId: offer.orgId, created: false, secondFactor: { invitationHash: hash } };
+    if (await hasSecondFactor(db, existing.id))
+      return { userId: existing.id, orgId: offer.orgId, created: false, secondFactor: { invitationHash: hash } };
   } else {
     checkNewPassword(password, offer.email);
     // Hashed before the transaction: the write lock must not wait on tens of milliseconds of hashing.

@@ -3,7 +3,15 @@ import type { Database } from '../../db/schema.js';
 import { orgsOfUser, recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
 import { nowIso } from '../ids.js';
 import { openSecret } from './secretBox.js';
-import { acceptSecondFactorCode, acceptTotpCode, newTotpSecret, replaceRecoveryCodes, sealTotpSecret, TOTP_PURPOSE, totpUri } from './totp.js';
+import {
+  acceptSecondFactorCode,
+  acceptTotpCode,
+  newTotpSecret,
+  replaceRecoveryCodes,
+  sealTotpSecret,
+  TOTP_PURPOSE,
+  totpUri,
+} from './totp.js';
 
 /**
  * Setting up, turning off and renewing the person's own TOTP factor (`/settings/account/two-factor`).
@@ -31,7 +39,11 @@ export interface TotpState {
 }
 
 export async function totpStateOf(db: Kysely<Database>, secretKey: string, person: Person): Promise<TotpState> {
-  const row = await db.selectFrom('totp_factors').select(['secret_sealed', 'confirmed_at']).where('user_id', '=', person.id).executeTakeFirst();
+  const row = await db
+    .selectFrom('totp_factors')
+    .select(['secret_sealed', 'confirmed_at'])
+    .where('user_id', '=', person.id)
+    .executeTakeFirst();
   if (!row) return { confirmed: false, pending: null };
   if (row.confirmed_at !== null) return { confirmed: true, pending: null };
   const secret = openSecret(secretKey, TOTP_PURPOSE, row.secret_sealed);
