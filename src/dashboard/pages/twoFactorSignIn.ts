@@ -33,6 +33,32 @@ export async function beginPendingSignIn(reply: FastifyReply, deps: DashboardDep
   return reply.redirect(PATH, 303);
 }
 
+/**
+ * Ends this browser's pending sign-in once its second factor is accepted (a TOTP or recovery code
+ * here; a passkey in the passkeys part, with method 'password+passkey'): takes the challenge
+ * (single use: two requests racing with two right answers open one session), adds an invitation's
+ * membership when the pending sign-in came from one, opens the session. Returns where to send the
+ * browser, or null when the pending sign-in is gone (expired, ended, taken by another request).
+ */
+export async function finishPendingSignIn(request: FastifyRequest, reply: FastifyReply, deps: DashboardDeps, method: string) {
+  const now = new Date();
+  const taken = await takeChallenge<PendingSignIn>(deps.db, 'two_factor', request.cookies[PENDING_COOKIE], now);
+  if (!taken?.userId) return null;
+  reply.clearCookie(PENDING_COOKIE, { path: '/' });
+  const { data, userId } = taken;
+  let orgId: string | undefined = data.orgId;
+  let next = safeNext(data.next);
+  if (data.invitation) {
+    const joined = await joinAfterSecondFactor(deps.db, data.invitation, userId, { requestId: request.id, origin: originOf(request) }, now);
+    // The link died meanwhile (revoked, expired): signed in all the same, in their first organisation.
+    orgId = joined?.orgId;
+    next = '/contacts';
+    flash(reply, joined ? 'Welcome: you joined the organisation.' : 'That invitation no longer works; you are signed in.');
+  }
+  await finishSignIn(request, reply, deps, { userId, email: data.email, ...(orgId ? { orgId } : {}), method });
+  return next;
+}
+
 function codePage(
   factors: { totp: boolean; passkeys: number },
   csrfToken: string,
@@ -138,33 +164,12 @@ export const twoFactorSignInPages: FastifyPluginAsync<DashboardDeps> = async (ap
           : 'That code is not right. Check your app (and its clock), or use a recovery code.';
       return again(401, { errors: { code: alert } });
     }
-    // Single use: two requests racing with two right codes open one session.
-    const taken = await takeChallenge<PendingSignIn>(db, 'two_factor', token, now);
-    if (!taken) return backToLogin(reply, EXPIRED);
-    clearPending(reply);
     await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-    let orgId = taken.data.orgId;
-    let next = safeNext(taken.data.next);
-    if (taken.data.invitation) {
-      const joined = await joinAfterSecondFactor(
-        db,
-        taken.data.invitation,
-        userId,
-        { requestId: request.id, origin: originOf(request) },
-        now,
-      );
-      if (joined) {
-        orgId = joined.orgId;
-        next = '/contacts';
-      } else {
-        orgId = '';
-      }
-    }
-    await finishSignIn(request, reply, deps, { userId, email: taken.data.email, ...(orgId ? { orgId } : {}), method: `password+${used}` });
-    if (used === 'recovery_code')
+    const next = await finishPendingSignIn(request, reply, deps, `password+${used}`);
+    if (next === null) return backToLogin(reply, EXPIRED);
+    if (used === 'recovery_code') {
       flash(reply, 'You signed in with a recovery code: it is used up now. Check how many you have left in your account.');
-    else if (taken.data.invitation)
-      flash(reply, orgId ? 'Welcome: you joined the organisation.' : 'That invitation no longer works; you are signed in.');
+    }
     return reply.redirect(next, 303);
   });
 };
