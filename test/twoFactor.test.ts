@@ -264,6 +264,20 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     expect((await nobody.get('/login/two-factor')).headers.location).toBe('/login');
   });
 
+  it('opens one session when two right codes race for one pending sign-in', async () => {
+    const { email, id, secret, codes } = await enrolled();
+    const person = await passwordStep(email);
+    const before = (await h.db.kysely.selectFrom('sessions').select('id_hash').where('user_id', '=', id).execute()).length;
+    const answers = await Promise.all([
+      person.post('/login/two-factor', { code: totpCode(secret) }),
+      person.post('/login/two-factor', { code: codes[0]! }),
+    ]);
+    expect(answers.map((a) => a.statusCode)).toEqual([303, 303]);
+    expect(answers.filter((a) => a.headers.location === '/groups')).toHaveLength(1);
+    const after = (await h.db.kysely.selectFrom('sessions').select('id_hash').where('user_id', '=', id).execute()).length;
+    expect(after - before).toBe(1);
+  });
+
   it('takes each recovery code once in place of a TOTP code', async () => {
     const { email, id, codes } = await enrolled();
     const person = await passwordStep(email);
