@@ -66,6 +66,8 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     const { uri, secret } = setupOf(page.body);
     expect(uri).toMatch(new RegExp(`^otpauth://totp/orgdata:${encodeURIComponent(member.email)}\\?`));
     expect(new URL(uri).searchParams.get('issuer')).toBe('orgdata');
+    // As text in the page, readable as is (bare ampersands).
+    expect(page.body).toContain(`secret=${secret}&issuer=orgdata`);
     expect(page.body).toContain(secret.match(/.{4}/g)!.join(' '));
 
     // Stored sealed (AES-256-GCM under a key from SECRET_KEY), not in clear.

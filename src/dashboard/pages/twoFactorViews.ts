@@ -1,7 +1,7 @@
 import QRCode from 'qrcode';
 import type { SecondFactors } from '../../domain/identity/totp.js';
 import type { PendingSetup } from '../../domain/identity/twoFactorSetup.js';
-import { field, Html, html, type FieldErrors } from '../html.js';
+import { escapeHtml, field, Html, html, type FieldErrors } from '../html.js';
 import { csrf } from '../layout.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 
@@ -29,6 +29,13 @@ export async function qrSvg(uri: string): Promise<Html> {
   );
 }
 
+/**
+ * The otpauth URI as it reads (`…?secret=…&issuer=orgdata…`): its ampersands are left bare, which
+ * HTML allows where they begin no character reference (parameter names here never do); the rest
+ * is escaped as usual, and a URI made by otplib holds no `<` or quote anyway.
+ */
+const uriText = (uri: string) => new Html(escapeHtml(uri).replaceAll('&#38;', '&'));
+
 /** The base32 secret in groups of four, easier to type into an app by hand. */
 export const grouped = (secret: string) => (secret.match(/.{1,4}/g) ?? []).join(' ');
 
@@ -45,7 +52,7 @@ export function setupView(session: SessionView, pending: PendingSetup, qr: Html,
     <p>Cannot scan it? Enter this key by hand (time-based, 6 digits, 30 seconds):</p>
     <p><code id="totp-secret">${grouped(pending.secret)}</code></p>
     <p>Or, on the device with your app, the set-up link:</p>
-    <p><code id="totp-uri" class="wrap">${pending.uri}</code></p>
+    <p><code id="totp-uri" class="wrap">${uriText(pending.uri)}</code></p>
     ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
     <form method="post" action="${TWO_FACTOR}/confirm" novalidate>
       ${csrf(session)} ${codeField(options.errors, 'The code your app shows now.')}
