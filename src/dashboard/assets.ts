@@ -58,6 +58,7 @@ table{display:block;overflow-x:auto;max-width:100%;position:relative}td,th{overf
 details.rename[open]{display:block;margin:0 0 .5rem}details.rename form{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin-top:.4rem}
 @media (max-width:48rem){table.passkeys,table.passkeys tbody,table.passkeys tr,table.passkeys td{display:block}table.passkeys thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
 table.passkeys tr{border-bottom:1px solid var(--line);padding:.5rem 0}table.passkeys td{border:0;padding:.1rem 0;white-space:normal}table.passkeys td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.85rem}}
+code.wrap{word-break:break-all}svg.qr{display:block;max-width:100%;height:auto}form.again{margin-top:1rem}ul.codes{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:.4rem;font-size:1.1rem}
 `;
 
 export const JS = `

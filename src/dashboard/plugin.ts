@@ -26,6 +26,8 @@ import { accountPages } from './pages/account.js';
 import { passkeyPages } from './pages/passkeys.js';
 import { passkeyReauthPages } from './pages/passkeyReauth.js';
 import { passkeySignInPages } from './pages/passkeySignIn.js';
+import { twoFactorPages } from './pages/twoFactor.js';
+import { twoFactorSignInPages } from './pages/twoFactorSignIn.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
@@ -148,6 +150,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   await app.register(invitePages, deps);
   await app.register(passwordResetPages, deps);
   await app.register(passkeySignInPages, deps);
+  await app.register(twoFactorSignInPages, deps);
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {
@@ -169,6 +172,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(accountPages, deps);
     await pages.register(passkeyPages, deps);
     await pages.register(passkeyReauthPages, deps);
+    await pages.register(twoFactorPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
     await pages.register(requestLogPages, deps);

@@ -99,7 +99,12 @@ describe.skipIf(!hasChromium)('invitations in a browser', { timeout: 120_000 }, 
     // Each with where from; the sign-ins in between (the admin's, Grace's on joining) are there too.
     const rows = page.locator('table.activity tbody tr');
     for (const type of ['member.invited', 'member.joined']) {
-      expect(await rows.filter({ hasText: type }).getByText(/from 127\.0\.0\.0\/24/).count()).toBe(1);
+      expect(
+        await rows
+          .filter({ hasText: type })
+          .getByText(/from 127\.0\.0\.0\/24/)
+          .count(),
+      ).toBe(1);
     }
     expect(await rows.filter({ hasText: 'member.signed_in' }).filter({ hasText: 'with invitation' }).count()).toBe(1);
     await page.screenshot({ path: path.join(ARTIFACTS, 'activity-members-1280px.png'), fullPage: true });

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnavailableError, ValidationError } from '../../domain/errors.js';
 import { changePassword } from '../../domain/identity/passwordChanges.js';
 import { listPasskeys } from '../../domain/identity/passkeys.js';
+import { secondFactorsOf } from '../../domain/identity/totp.js';
 import { openSession } from '../../domain/sessions/sessions.js';
 import { flash, originOf, startSession, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors } from '../html.js';
@@ -21,7 +22,7 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
     request: FastifyRequest,
     reply: FastifyReply,
     status: number,
-    options: { errors?: FieldErrors; alert?: string } = {},
+    options: { errors?: FieldErrors; alert?: string; twoFactor?: boolean } = {},
   ) {
     const session = request.session!;
     const passkeys = await listPasskeys(db, session.userId);
@@ -35,6 +36,11 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
           notice: takeFlash(request, reply),
           body: html`<h1>Your account</h1>
             <p>You sign in as <strong>${session.email}</strong>.</p>
+            <h2>Two-factor authentication</h2>
+            <p>
+              ${options.twoFactor === undefined ? '' : options.twoFactor ? 'On.' : 'Off.'}
+              <a href="/settings/account/two-factor">Two-factor authentication settings</a>
+            </p>
             <h2>Change your password</h2>
             ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
             <form method="post" action="${ACCOUNT}/password" novalidate>
@@ -57,7 +63,10 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
       );
   }
 
-  app.get(ACCOUNT, async (request, reply) => accountPage(request, reply, 200));
+  app.get(ACCOUNT, async (request, reply) => {
+    const factors = await secondFactorsOf(db, request.session!.userId);
+    return accountPage(request, reply, 200, { twoFactor: factors.totp });
+  });
 
   app.post(`${ACCOUNT}/password`, async (request, reply) => {
     const session = request.session!;

@@ -2,16 +2,22 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ServiceError, UnavailableError } from '../../domain/errors.js';
 import { checkPassword, SignInRefused, signOut, switchOrg } from '../../domain/sessions/sessions.js';
 import { finishSignIn, signInFailed } from '../signIns.js';
-import { SESSION_COOKIE, checkCsrf, flash, requireSession, text } from '../context.js';
+import { SESSION_COOKIE, checkCsrf, flash, requireSession, takeFlash, text } from '../context.js';
 import { field, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
 import { crossSite } from '../formGuard.js';
+import { hasSecondFactor } from '../../domain/identity/totp.js';
+import { safeNext } from './safeNext.js';
+import { beginPendingSignIn } from './twoFactorSignIn.js';
+
+export { safeNext };
 import type { DashboardDeps } from '../dashboardDeps.js';
 
-function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string }): string {
+function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string; notice?: string | null }): string {
   return page({
     title: 'Sign in',
     session: null,
+    notice: options.notice,
     body: html`<div class="login card">
       <h1>Sign in to orgdata</h1>
       ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
@@ -31,37 +37,11 @@ function loginPage(options: { email?: string; errors?: FieldErrors; alert?: stri
   });
 }
 
-// Browsers drop tabs and newlines from a URL and read `\` as `/`, and other control characters
-// have no place in a path: a target holding any of them is refused rather than guessed at.
-const UNSAFE_NEXT = /[\\\u0000-\u001f\u007f]/;
-
-/**
- * Where to go after signing in: only a path on this site. The target is resolved as a browser
- * would against a dummy origin and rebuilt from its path, query and fragment, re-serialised
- * percent-encoded; anything that leaves the origin or could be read as another host (`//host`,
- * `/\host`, `/.//host` resolving to `//host`) falls back to the contact list.
- */
-export function safeNext(next: string): string {
-  const fallback = '/contacts';
-  const base = 'http://orgdata.invalid';
-  if (!next.startsWith('/') || UNSAFE_NEXT.test(next)) return fallback;
-  let url: URL;
-  try {
-    url = new URL(next, base);
-  } catch {
-    return fallback;
-  }
-  if (url.origin !== base || url.pathname.startsWith('//') || url.pathname.startsWith('/\\') || url.pathname.startsWith('/login')) {
-    return fallback;
-  }
-  return url.pathname + url.search + url.hash;
-}
-
 export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, signInThrottle } = deps;
   app.get('/login', async (request, reply) => {
     const next = text(request.query, 'next');
-    return reply.type('text/html; charset=utf-8').send(loginPage({ next }));
+    return reply.type('text/html; charset=utf-8').send(loginPage({ next, notice: takeFlash(request, reply) }));
   });
 
   app.post('/login', async (request, reply) => {
@@ -103,6 +83,10 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
       const holder = await checkPassword(db, email, password);
       // Not forgiving the attempt only leaves one count too many: no reason to fail the sign-in.
       await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
+      // A second factor is asked before any session exists: until then, only a pending sign-in.
+      if (await hasSecondFactor(db, holder.userId)) {
+        return beginPendingSignIn(reply, deps, holder.userId, { orgId: holder.orgId, next, email: holder.email });
+      }
       await finishSignIn(request, reply, deps, { userId: holder.userId, email: holder.email, orgId: holder.orgId, method: 'password' });
       return reply.redirect(safeNext(next), 303);
     } catch (error) {

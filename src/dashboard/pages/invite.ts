@@ -8,6 +8,7 @@ import { field, fieldErrors, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { formField, linkGone } from './linkGone.js';
+import { beginPendingSignIn } from './twoFactorSignIn.js';
 
 function invitePage(offer: InvitationOffer, token: string, csrfToken: string, options: { errors?: FieldErrors; alert?: string } = {}) {
   const role = offer.role === 'admin' ? 'an admin' : 'a member';
@@ -95,6 +96,11 @@ export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     }
     if (!accepted) return linkGone(reply, 'invitation');
     await attempt?.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
+    if (accepted.secondFactor) {
+      // Not on the password alone: the membership is added once the second factor is accepted.
+      const pending = { orgId: accepted.orgId, next: '/contacts', email: offer.email, invitation: accepted.secondFactor.invitationHash };
+      return beginPendingSignIn(reply, deps, accepted.userId, pending);
+    }
     await finishSignIn(request, reply, deps, { userId: accepted.userId, email: offer.email, orgId: accepted.orgId, method: 'invitation' });
     flash(reply, `Welcome to ${offer.orgName}. You are signed in as ${offer.email}.`);
     return reply.redirect('/contacts', 303);

@@ -1,11 +1,13 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ForbiddenError } from '../../domain/errors.js';
-import { countChallengeFailure, findChallenge, takeChallenge } from '../../domain/identity/challenges.js';
+import { countChallengeFailure, findChallenge } from '../../domain/identity/challenges.js';
+import { PENDING_SIGN_IN_ATTEMPTS } from '../../domain/identity/pendingSignIns.js';
 import { finishAssertion, PasskeyRefused, startAssertion } from '../../domain/identity/webauthn.js';
 import { answer, endCeremony, jsonBody, jsonEndpoint, relyingPartyOf, startCeremony, str } from '../passkeyRequests.js';
 import { finishSignIn, signInFailed } from '../signIns.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
-import { safeNext } from './auth.js';
+import { safeNext } from './safeNext.js';
+import { finishPendingSignIn, PENDING_COOKIE } from './twoFactorSignIn.js';
 
 /**
  * Signing in with a passkey, for people who are not signed in (IDENTITY.md, "Passkeys"):
@@ -21,8 +23,6 @@ import { safeNext } from './auth.js';
  * Every success ends in finishSignIn (a new session, Activity, the counter) and every refusal in
  * signInFailed with its reason; the answer is `{redirect}` for the script to follow.
  */
-export const PENDING_COOKIE = 'od_pending';
-const PENDING_FAILURES = 5;
 
 interface Pending {
   orgId?: string;
@@ -112,17 +112,14 @@ export const passkeySignInPages: FastifyPluginAsync<DashboardDeps> = async (app,
           new Date(),
         );
       } catch (error) {
-        if (error instanceof PasskeyRefused) await countChallengeFailure(db, pendingToken, PENDING_FAILURES);
+        if (error instanceof PasskeyRefused) await countChallengeFailure(db, pendingToken, PENDING_SIGN_IN_ATTEMPTS);
         return refused(request, reply, method, error);
       }
-      // Taken once: two answers racing for one pending sign-in open one session.
-      const taken = await takeChallenge<Pending>(db, 'two_factor', pendingToken, new Date());
-      if (!taken || taken.userId !== pending.userId) return answer(reply, 401, EXPIRED, { redirect: '/login' });
-      reply.clearCookie(PENDING_COOKIE, { path: '/' });
-      const email =
-        taken.data.email ?? (await db.selectFrom('users').select('email').where('id', '=', pending.userId).executeTakeFirstOrThrow()).email;
-      await finishSignIn(request, reply, deps, { userId: pending.userId, email, orgId: taken.data.orgId, method });
-      return reply.send({ redirect: safeNext(taken.data.next ?? '') });
+      // Taken once (two answers racing for one pending sign-in open one session), and ended as a
+      // code ends it: an invitation waiting on the second factor is joined.
+      const next = await finishPendingSignIn(request, reply, deps, method);
+      if (next === null) return answer(reply, 401, EXPIRED, { redirect: '/login' });
+      return reply.send({ redirect: next });
     }),
   );
 };

@@ -6,12 +6,16 @@ import { newId, nowIso } from '../ids.js';
 import { hashPassword, verifyPassword } from '../orgs/passwords.js';
 import { checkNewPassword } from './newPassword.js';
 import { lookupHash, sameHash } from './secretLinks.js';
+import { hasSecondFactor } from './totp.js';
 
 /**
  * The invited person's side: `GET /invite/TOKEN` shows what the link offers, and accepting it
  * makes the account (with the password they choose) or, when the email has one already, asks for
  * that account's password: the membership is added once they have signed in. Either way the link
- * is used up in the same transaction that adds the membership, so it works once.
+ * is used up in the same transaction that adds the membership, so it works once. An existing
+ * account with a second factor is not signed in on its password alone: acceptance stops at the
+ * password (`secondFactor`), and the membership is added by joinAfterSecondFactor once the
+ * person's second factor has been accepted (the same pending sign-in as /login's).
  */
 
 export interface InvitationOffer {
@@ -28,7 +32,10 @@ export interface InvitationOffer {
 /** What a link offers; null when it is unknown, used, revoked or expired (all answered alike: 410). */
 export async function findInvitation(db: Kysely<Database>, token: string, now: Date): Promise<InvitationOffer | null> {
   const hash = lookupHash(token);
-  if (!hash) return null;
+  return hash ? offerOf(db, hash, now) : null;
+}
+
+async function offerOf(db: Kysely<Database>, hash: string, now: Date): Promise<InvitationOffer | null> {
   const row = await db
     .selectFrom('invitations')
     .innerJoin('orgs', 'orgs.id', 'invitations.org_id')
@@ -58,6 +65,16 @@ export async function findInvitation(db: Kysely<Database>, token: string, now: D
   };
 }
 
+interface RequestInfo {
+  requestId: string;
+  origin: string | null;
+}
+
+export type Acceptance =
+  | { userId: string; orgId: string; created: boolean; secondFactor?: undefined }
+  /** The existing account's password is right, and it has a second factor to ask for first; the link still works. */
+  | { userId: string; orgId: string; created: false; secondFactor: { invitationHash: string } };
+
 /**
  * Accepts an invitation with `password`: the new account's, or the existing account's (checked
  * like a sign-in). Returns the person and organisation to open a session for, or null when the
@@ -67,9 +84,9 @@ export async function acceptInvitation(
   db: Kysely<Database>,
   token: string,
   password: string,
-  request: { requestId: string; origin: string | null },
+  request: RequestInfo,
   now: Date,
-): Promise<{ userId: string; orgId: string; created: boolean } | null> {
+): Promise<Acceptance | null> {
   const offer = await findInvitation(db, token, now);
   if (!offer) return null;
   const hash = lookupHash(token)!;
@@ -84,11 +101,45 @@ export async function acceptInvitation(
       throw new UnauthorizedError(`That is not the password of the orgdata account of ${offer.email}.`);
     }
     if (existing.deactivated_at !== null) throw new ForbiddenError('This account is deactivated: ask the operator.');
+    if (await hasSecondFactor(db, existing.id))
+      return { userId: existing.id, orgId: offer.orgId, created: false, secondFactor: { invitationHash: hash } };
   } else {
     checkNewPassword(password, offer.email);
     // Hashed before the transaction: the write lock must not wait on tens of milliseconds of hashing.
     passwordHash = await hashPassword(password);
   }
+  return useInvitation(db, offer, hash, existing?.id ?? null, passwordHash, request, now);
+}
+
+/**
+ * After the second factor of an account that accepted an invitation with its password: the
+ * membership, if the link still works (null otherwise) and still names this person's email.
+ */
+export async function joinAfterSecondFactor(
+  db: Kysely<Database>,
+  invitationHash: string,
+  userId: string,
+  request: RequestInfo,
+  now: Date,
+): Promise<{ userId: string; orgId: string } | null> {
+  const offer = await offerOf(db, invitationHash, now);
+  if (!offer) return null;
+  const user = await db.selectFrom('users').select(['id', 'email_lower']).where('id', '=', userId).executeTakeFirst();
+  if (!user || user.email_lower !== offer.email.toLowerCase()) return null;
+  return useInvitation(db, offer, invitationHash, userId, null, request, now);
+}
+
+/** Uses the link up and adds the membership (and the account, for a new person), in one transaction. */
+function useInvitation(
+  db: Kysely<Database>,
+  offer: InvitationOffer,
+  hash: string,
+  existingId: string | null,
+  passwordHash: string | null,
+  request: RequestInfo,
+  now: Date,
+): Promise<{ userId: string; orgId: string; created: boolean } | null> {
+  const existing = existingId === null ? null : { id: existingId };
   return db.transaction().execute(async (trx) => {
     const at = nowIso(now);
     const used = await trx
