@@ -22,6 +22,11 @@ import { invitationPages } from './pages/invitations.js';
 import { invitePages } from './pages/invite.js';
 import { passwordResetPages } from './pages/passwordReset.js';
 import { accountPages } from './pages/account.js';
+import { accountSessionPages } from './pages/accountSessions.js';
+import { memberSecurityPages } from './pages/memberSecurity.js';
+import { reauthPages } from './pages/reauth.js';
+import { securityPages } from './pages/security.js';
+import { requireTwoFactorEnrolment } from './twoFactorGate.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
@@ -143,6 +148,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
       const multipart = String(request.headers['content-type'] ?? '').startsWith('multipart/');
       if (request.method === 'POST' && !multipart) checkCsrf(request, text(request.body, '_csrf'));
     });
+    // The organisation's two-factor policy holds back, on every request, whoever it covers and has no second factor.
+    pages.addHook('preHandler', requireTwoFactorEnrolment(deps.db));
     await pages.register(contactPages, deps);
     await pages.register(labelPages, deps);
     await pages.register(groupPages, deps);
@@ -152,6 +159,10 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(memberPages, deps);
     await pages.register(invitationPages, deps);
     await pages.register(accountPages, deps);
+    await pages.register(accountSessionPages, deps);
+    await pages.register(memberSecurityPages, deps);
+    await pages.register(reauthPages, deps);
+    await pages.register(securityPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
     await pages.register(requestLogPages, deps);

@@ -6,6 +6,7 @@ import { flash, originOf, startSession, takeFlash, text } from '../context.js';
 import { field, fieldErrors, html, type FieldErrors } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { sessionsSection } from './accountSessions.js';
 
 const ACCOUNT = '/settings/account';
 
@@ -15,13 +16,14 @@ const ACCOUNT = '/settings/account';
  * other session of theirs, and gives this browser a new session.
  */
 export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies, signInThrottle }) => {
-  function accountPage(
+  async function accountPage(
     request: FastifyRequest,
     reply: FastifyReply,
     status: number,
     options: { errors?: FieldErrors; alert?: string } = {},
   ) {
     const session = request.session!;
+    const sessions = await sessionsSection(db, session);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -48,7 +50,8 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
                 hint: 'At least 8 characters, not your email address. Your other sessions are signed out.',
               })}
               <button type="submit">Change password</button>
-            </form>`,
+            </form>
+            ${sessions}`,
         }),
       );
   }

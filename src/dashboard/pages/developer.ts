@@ -11,7 +11,8 @@ import {
 import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import { expandScopes, isScope, SCOPES } from '../../domain/scopes.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
-import { flash, list, requireAdmin, takeFlash, text } from '../context.js';
+import { adminOnly, flash, list, requireAdmin, takeFlash, text } from '../context.js';
+import { requireRecentAuthentication } from '../reauth.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
@@ -127,7 +128,8 @@ function expiresInDays(value: string): number | null {
   return Number(value);
 }
 
-export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secret }) => {
+export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, secret } = deps;
   const adminOf = (request: FastifyRequest): KeyAdmin => {
     requireAdmin(request);
     const session = request.session!;
@@ -199,7 +201,8 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
     return keysPage(request, reply);
   });
 
-  app.post(`${DEVELOPER}/keys`, async (request, reply) => {
+  // Creating a key hands out access to the organisation's data: a sensitive action (IDENTITY.md).
+  app.post(`${DEVELOPER}/keys`, { preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: DEVELOPER })] }, async (request, reply) => {
     requireAdmin(request);
     const ticked = list(request.body, 'scopes');
     const values: KeyForm = { name: text(request.body, 'name'), scopes: ticked, expires: text(request.body, 'expires') };
