@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
 import { generateSync } from 'otplib';
 import { nowIso, randomBase62 } from '../../src/domain/ids.js';
 import { newTotpSecret, sealTotpSecret } from '../../src/domain/identity/totp.js';
 import type { Harness } from './harness.js';
+import { findSession } from '../../src/domain/sessions/sessions.js';
+import { formBody, type DashboardUser } from './browserSession.js';
 import { SECRET } from './harness.js';
 
 /** Enrols a confirmed TOTP factor for a user directly (the set-up page is another part's), returning its secret. */
@@ -48,3 +51,43 @@ export async function eventsOf(h: Harness, orgId: string, type: string): Promise
     .execute();
   return rows.map((row) => ({ actor_id: row.actor_id, subject_id: row.subject_id, data: JSON.parse(row.data) as Record<string, unknown> }));
 }
+
+/** A person signed in through the real sign-in form (POST /login) from an address and a browser. */
+export async function signInOverHttp(
+  h: Harness,
+  email: string,
+  from: { ip?: string; ua?: string; password?: string } = {},
+): Promise<DashboardUser & { token: string; shortId: string }> {
+  const remoteAddress = from.ip ?? '198.51.100.7';
+  const ua = from.ua ?? 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0';
+  const login = await h.app.inject({
+    method: 'POST',
+    url: '/login',
+    remoteAddress,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': ua },
+    payload: formBody({ email, password: from.password ?? 'correct horse battery', next: '/contacts' }),
+  });
+  if (login.statusCode !== 303) throw new Error(`sign-in failed: ${login.statusCode}`);
+  const token = (login.cookies as { name: string; value: string }[]).find((c) => c.name === 'od_session')!.value;
+  const session = await findSession(h.db.kysely, token, new Date());
+  const cookie = `od_session=${token}`;
+  const csrf = session!.csrfToken;
+  return {
+    cookie,
+    csrf,
+    token,
+    shortId: shortIdOf(token),
+    get: (url) => h.app.inject({ method: 'GET', url, remoteAddress, headers: { cookie, 'user-agent': ua } }),
+    post: (url, fields = {}, options = {}) =>
+      h.app.inject({
+        method: 'POST',
+        url,
+        remoteAddress,
+        headers: { cookie, 'user-agent': ua, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: formBody(options.csrf === null ? fields : { _csrf: options.csrf ?? csrf, ...fields }),
+      }),
+  };
+}
+
+/** The short id a session is named by in lists and URLs: the first 16 hex digits of the SHA-256 of its cookie. */
+export const shortIdOf = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 16);
