@@ -27,7 +27,8 @@ async function age(h: Harness, userId: string, minutes: number): Promise<void> {
     .execute();
 }
 
-const keyCount = async (h: Harness, orgId: string) => (await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', orgId).execute()).length;
+const keyCount = async (h: Harness, orgId: string) =>
+  (await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', orgId).execute()).length;
 
 /**
  * Re-authentication before sensitive actions (IDENTITY.md, Sessions and re-authentication): after
@@ -97,14 +98,21 @@ describe.each(DIALECTS)('re-authentication on %s', (dialect) => {
       h.app.inject({
         method: 'POST',
         url,
-        headers: { cookie: admin.cookie, 'content-type': 'application/x-www-form-urlencoded', host: 'orgdata.test', ...(referer ? { referer } : {}) },
+        headers: {
+          cookie: admin.cookie,
+          'content-type': 'application/x-www-form-urlencoded',
+          host: 'orgdata.test',
+          ...(referer ? { referer } : {}),
+        },
         payload: new URLSearchParams({ _csrf: admin.csrf, ...KEY_FORM }).toString(),
       });
     expect((await post(KEYS, 'http://orgdata.test/settings/developer?tab=keys')).headers.location).toBe(
       `/reauth?next=${encodeURIComponent('/settings/developer?tab=keys')}`,
     );
     expect((await post(KEYS, 'https://evil.example/settings/developer')).headers.location).toBe('/reauth?next=%2Fsettings%2Fdeveloper');
-    expect((await post('/settings/developer/webhooks')).headers.location).toBe(`/reauth?next=${encodeURIComponent('/settings/developer/webhooks')}`);
+    expect((await post('/settings/developer/webhooks')).headers.location).toBe(
+      `/reauth?next=${encodeURIComponent('/settings/developer/webhooks')}`,
+    );
     expect(await keyCount(h, org.orgId)).toBe(0);
     expect(await h.db.kysely.selectFrom('webhook_endpoints').select('id').where('org_id', '=', org.orgId).execute()).toEqual([]);
 
@@ -124,7 +132,11 @@ describe.each(DIALECTS)('re-authentication on %s', (dialect) => {
     const form = await admin.get('/reauth?next=/settings/security');
     expect(form.body).toContain('name="code"');
     expect((await admin.post('/reauth', { password: PASSWORD, next: '/settings/security' })).statusCode).toBe(400);
-    const wrong = await admin.post('/reauth', { password: PASSWORD, code: '000000' === totpCode(secret) ? '111111' : '000000', next: '/x' });
+    const wrong = await admin.post('/reauth', {
+      password: PASSWORD,
+      code: '000000' === totpCode(secret) ? '111111' : '000000',
+      next: '/x',
+    });
     expect(wrong.statusCode).toBe(401);
     const code = totpCode(secret);
     const done = await admin.post('/reauth', { password: PASSWORD, code, next: '/settings/security' });
@@ -164,7 +176,10 @@ describe.each(DIALECTS)('re-authentication on %s', (dialect) => {
     expect(res.headers.location).toBe('/reauth?next=%2Fsettings%2Fmembers');
     expect(await h.db.kysely.selectFrom('totp_factors').select('user_id').where('user_id', '=', target.id).execute()).toHaveLength(1);
     const member = await signedIn(h, (await addMember(h, org.orgId, 'member')).email);
-    await h.db.kysely.updateTable('sessions').set({ authenticated_at: nowIso(new Date(0)) }).execute();
+    await h.db.kysely
+      .updateTable('sessions')
+      .set({ authenticated_at: nowIso(new Date(0)) })
+      .execute();
     expect((await member.post(KEYS, KEY_FORM)).statusCode).toBe(403);
     expect((await member.post(`/settings/members/${target.id}/reset-two-factor`)).statusCode).toBe(403);
   });
@@ -214,7 +229,11 @@ describe.each(DIALECTS)('REAUTH_MINUTES=0 on %s', (dialect) => {
 
     await admin.get('/reauth?next=/settings/developer');
     await admin.post('/reauth', { password: PASSWORD, next: '/settings/developer' });
-    await h.db.kysely.updateTable('auth_challenges').set({ expires_at: nowIso(new Date(Date.now() - 1000)) }).where('purpose', '=', 'reauth_grant').execute();
+    await h.db.kysely
+      .updateTable('auth_challenges')
+      .set({ expires_at: nowIso(new Date(Date.now() - 1000)) })
+      .where('purpose', '=', 'reauth_grant')
+      .execute();
     await admin.get('/settings/developer');
     expect((await admin.post(KEYS, KEY_FORM)).statusCode).toBe(303);
     expect(await keyCount(h, org.orgId)).toBe(before);

@@ -63,7 +63,11 @@ describe.each(DIALECTS)('sessions on %s', (dialect) => {
     expect((await here.post(`/settings/account/sessions/${there.shortId}/revoke`)).statusCode).toBe(404);
     const events = await eventsOf(h, org.orgId, 'member.session_revoked');
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ actor_id: org.adminId, subject_id: org.adminId, data: { session: there.shortId, method: 'password' } });
+    expect(events[0]).toMatchObject({
+      actor_id: org.adminId,
+      subject_id: org.adminId,
+      data: { session: there.shortId, method: 'password' },
+    });
     expect((await here.get('/activity?type=member.session_revoked')).body).toContain('<code>member.session_revoked</code>');
   });
 

@@ -24,7 +24,8 @@ describe.each(DIALECTS)('two-factor policy on %s', (dialect) => {
   });
 
   const policyOf = async (orgId: string) =>
-    (await h.db.kysely.selectFrom('orgs').select('require_two_factor').where('id', '=', orgId).executeTakeFirstOrThrow()).require_two_factor;
+    (await h.db.kysely.selectFrom('orgs').select('require_two_factor').where('id', '=', orgId).executeTakeFirstOrThrow())
+      .require_two_factor;
 
   async function withFactor(org: Org) {
     // The admin who sets the policy has a second factor, so the policy does not hold them back.
@@ -65,7 +66,9 @@ describe.each(DIALECTS)('two-factor policy on %s', (dialect) => {
     expect(bad.statusCode).toBe(400);
     expect(bad.body).toContain('Choose nobody, admins or everyone.');
     expect((await admin.post('/settings/security/policy', { require_two_factor: 'everyone' }, { csrf: null })).statusCode).toBe(403);
-    expect((await admin.post('/settings/security/policy', { require_two_factor: 'everyone' }, { csrf: 'x'.repeat(32) })).statusCode).toBe(403);
+    expect((await admin.post('/settings/security/policy', { require_two_factor: 'everyone' }, { csrf: 'x'.repeat(32) })).statusCode).toBe(
+      403,
+    );
     const member = await signedIn(h, (await addMember(h, org.orgId, 'member')).email);
     expect((await member.get('/settings/security')).statusCode).toBe(403);
     const refused = await member.post('/settings/security/policy', { require_two_factor: 'nobody' });
@@ -151,9 +154,22 @@ describe.each(DIALECTS)('orgdata org policy on %s', { timeout: 120_000 }, (diale
   });
 
   it('shows and sets the policy, records the change, and refuses a bad value or an unknown organisation', async () => {
-    const created = await cli<{ org: { id: string } }>(env.env, ['org', 'create', '--name', 'Cli Policy', '--admin-email', 'op@example.com', '--admin-password', PASSWORD]);
+    const created = await cli<{ org: { id: string } }>(env.env, [
+      'org',
+      'create',
+      '--name',
+      'Cli Policy',
+      '--admin-email',
+      'op@example.com',
+      '--admin-password',
+      PASSWORD,
+    ]);
     const orgId = created.org.id;
-    expect(await cli(env.env, ['org', 'policy', '--org', orgId])).toEqual({ org_id: orgId, org_name: 'Cli Policy', require_two_factor: 'nobody' });
+    expect(await cli(env.env, ['org', 'policy', '--org', orgId])).toEqual({
+      org_id: orgId,
+      org_name: 'Cli Policy',
+      require_two_factor: 'nobody',
+    });
     const set = await cli(env.env, ['org', 'policy', '--org', orgId, '--require-2fa', 'everyone']);
     expect(set).toEqual({ org_id: orgId, org_name: 'Cli Policy', require_two_factor: 'everyone', changed: true });
     expect(await cli(env.env, ['org', 'policy', '--org', orgId])).toMatchObject({ require_two_factor: 'everyone' });

@@ -63,11 +63,22 @@ export function requireRecentAuthentication(deps: DashboardDeps, options: { fall
  * is rotated and the proof recorded (signIns.reauthenticated), and with REAUTH_MINUTES=0 the
  * browser gets the single-use pass for its next sensitive action. The caller redirects.
  */
-export async function completeReauthentication(request: FastifyRequest, reply: FastifyReply, deps: DashboardDeps, how: string): Promise<void> {
+export async function completeReauthentication(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: DashboardDeps,
+  how: string,
+): Promise<void> {
   const userId = request.session!.userId;
   await reauthenticated(request, reply, deps, how);
   if (deps.reauthMinutes === 0) {
     const token = await createChallenge(deps.db, 'reauth_grant', userId, {}, REAUTH_GRACE_MS, new Date());
-    reply.setCookie(GRANT_COOKIE, token, { path: '/', httpOnly: true, sameSite: 'lax', secure: deps.secureCookies, maxAge: REAUTH_GRACE_MS / 1000 });
+    reply.setCookie(GRANT_COOKIE, token, {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: deps.secureCookies,
+      maxAge: REAUTH_GRACE_MS / 1000,
+    });
   }
 }

@@ -37,7 +37,9 @@ describe.skipIf(!hasChromium)('sessions, re-authentication and the two-factor po
   });
 
   async function open(width: number): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext(width < 500 ? { viewport: { width, height: 740 }, isMobile: true, hasTouch: true } : { viewport: { width, height: 900 } });
+    const context = await browser.newContext(
+      width < 500 ? { viewport: { width, height: 740 }, isMobile: true, hasTouch: true } : { viewport: { width, height: 900 } },
+    );
     const page = await context.newPage();
     watchConsole(page, consoleErrors);
     return { context, page };
@@ -76,7 +78,11 @@ describe.skipIf(!hasChromium)('sessions, re-authentication and the two-factor po
     await shoot(phone.page, 'security', 375);
 
     // Ten minutes later, creating an API key asks for the password first, then comes back.
-    await server.db.kysely.updateTable('sessions').set({ authenticated_at: nowIso(new Date(Date.now() - 11 * 60_000)) }).where('user_id', '=', adminId).execute();
+    await server.db.kysely
+      .updateTable('sessions')
+      .set({ authenticated_at: nowIso(new Date(Date.now() - 11 * 60_000)) })
+      .where('user_id', '=', adminId)
+      .execute();
     await desk.page.goto(`${server.url}/settings/developer`);
     await desk.page.getByLabel('Name').fill('Nightly sync');
     await desk.page.getByLabel('contacts:read').check();
@@ -100,7 +106,13 @@ describe.skipIf(!hasChromium)('sessions, re-authentication and the two-factor po
     // The admin has an authenticator app; the policy then holds back a member who has none.
     await server.db.kysely
       .insertInto('totp_factors')
-      .values({ user_id: adminId, secret_sealed: sealTotpSecret(server.config.secretKey, newTotpSecret()), created_at: nowIso(new Date()), confirmed_at: nowIso(new Date()), last_step: null })
+      .values({
+        user_id: adminId,
+        secret_sealed: sealTotpSecret(server.config.secretKey, newTotpSecret()),
+        created_at: nowIso(new Date()),
+        confirmed_at: nowIso(new Date()),
+        last_step: null,
+      })
       .execute();
     await desk.page.goto(`${server.url}/settings/security`);
     await desk.page.getByLabel('Everyone').check();

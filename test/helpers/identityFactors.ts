@@ -12,7 +12,13 @@ export async function enrolTotp(h: Harness, userId: string): Promise<string> {
   const secret = newTotpSecret();
   await h.db.kysely
     .insertInto('totp_factors')
-    .values({ user_id: userId, secret_sealed: sealTotpSecret(SECRET, secret), created_at: nowIso(new Date()), confirmed_at: nowIso(new Date()), last_step: null })
+    .values({
+      user_id: userId,
+      secret_sealed: sealTotpSecret(SECRET, secret),
+      created_at: nowIso(new Date()),
+      confirmed_at: nowIso(new Date()),
+      last_step: null,
+    })
     .execute();
   return secret;
 }
@@ -41,7 +47,11 @@ export async function enrolPasskey(h: Harness, userId: string): Promise<void> {
 }
 
 /** Events of a type recorded for a subject, newest last, with their data parsed. */
-export async function eventsOf(h: Harness, orgId: string, type: string): Promise<{ actor_id: string | null; subject_id: string | null; data: Record<string, unknown> }[]> {
+export async function eventsOf(
+  h: Harness,
+  orgId: string,
+  type: string,
+): Promise<{ actor_id: string | null; subject_id: string | null; data: Record<string, unknown> }[]> {
   const rows = await h.db.kysely
     .selectFrom('events')
     .select(['actor_id', 'subject_id', 'data'])

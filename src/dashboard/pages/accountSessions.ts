@@ -28,18 +28,20 @@ const when = (iso: string | null) => (iso ? html`<time datetime="${iso}">${iso.s
 function sessionRow(session: SessionView, item: SessionListItem): Html {
   const [address, browser] = (item.origin ?? '').split(' · ');
   return html`<tr${item.current ? html` class="current"` : ''}>
-    <td>${when(item.created_at)}${item.current ? html` <strong class="badge">This session</strong>` : ''}</td>
-    <td>${when(item.last_seen_at)}</td>
-    <td>${address || 'Unknown'}</td>
-    <td>${browser || 'Unknown'}</td>
-    <td>${METHODS[item.method] ?? item.method}</td>
+    <td data-label="Signed in">${when(item.created_at)}${item.current ? html` <strong class="badge">This session</strong>` : ''}</td>
+    <td data-label="Last seen">${when(item.last_seen_at)}</td>
+    <td data-label="Approximate origin">${address || 'Unknown'}</td>
+    <td data-label="Browser">${browser || 'Unknown'}</td>
+    <td data-label="How">${METHODS[item.method] ?? item.method}</td>
     <td>
       ${
         item.current
           ? ''
           : html`<form method="post" action="${SESSIONS}/${item.id}/revoke" class="inline">
               ${csrf(session)}
-              <button type="submit" class="secondary">Revoke<span class="visually-hidden"> the session signed in ${item.created_at.slice(0, 16).replace('T', ' ')}</span></button>
+              <button type="submit" class="secondary">
+                Revoke<span class="visually-hidden"> the session signed in ${item.created_at.slice(0, 16).replace('T', ' ')}</span>
+              </button>
             </form>`
       }
     </td>
@@ -53,21 +55,21 @@ export async function sessionsSection(db: Kysely<Database>, session: SessionView
   return html`<section aria-labelledby="your-sessions">
     <h2 id="your-sessions">Your sessions</h2>
     <p>Where you are signed in to orgdata. Revoke any session you do not recognise, and change your password.</p>
-      <table class="sessions">
-        <thead>
-          <tr>
-            <th scope="col">Signed in</th>
-            <th scope="col">Last seen</th>
-            <th scope="col">Approximate origin</th>
-            <th scope="col">Browser</th>
-            <th scope="col">How</th>
-            <th scope="col"><span class="visually-hidden">Revoke</span></th>
-          </tr>
-        </thead>
-        <tbody>
-          ${sessions.map((item) => sessionRow(session, item))}
-        </tbody>
-      </table>
+    <table class="sessions">
+      <thead>
+        <tr>
+          <th scope="col">Signed in</th>
+          <th scope="col">Last seen</th>
+          <th scope="col">Approximate origin</th>
+          <th scope="col">Browser</th>
+          <th scope="col">How</th>
+          <th scope="col"><span class="visually-hidden">Revoke</span></th>
+        </tr>
+      </thead>
+      <tbody>
+        ${sessions.map((item) => sessionRow(session, item))}
+      </tbody>
+    </table>
     ${
       others > 0
         ? html`<form method="post" action="${SESSIONS}/revoke-others">

@@ -202,26 +202,30 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
   });
 
   // Creating a key hands out access to the organisation's data: a sensitive action (IDENTITY.md).
-  app.post(`${DEVELOPER}/keys`, { preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: DEVELOPER })] }, async (request, reply) => {
-    requireAdmin(request);
-    const ticked = list(request.body, 'scopes');
-    const values: KeyForm = { name: text(request.body, 'name'), scopes: ticked, expires: text(request.body, 'expires') };
-    // Write includes read: store both, so the list shows what the key can really do.
-    const granted = expandScopes(ticked.filter(isScope));
-    const scopes = [...SCOPES.filter((s) => granted.has(s)), ...ticked.filter((s) => !isScope(s))];
-    try {
-      const created = await createApiKey(adminOf(request), secret, {
-        name: values.name ?? '',
-        scopes,
-        expiresInDays: expiresInDays(values.expires ?? ''),
-      });
-      // Shown in this response only: never redirected through a URL or kept in a cookie.
-      return keysPage(request, reply, { created });
-    } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      return keysPage(request, reply, { status: 400, values, errors: fieldErrors(error.errors) });
-    }
-  });
+  app.post(
+    `${DEVELOPER}/keys`,
+    { preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: DEVELOPER })] },
+    async (request, reply) => {
+      requireAdmin(request);
+      const ticked = list(request.body, 'scopes');
+      const values: KeyForm = { name: text(request.body, 'name'), scopes: ticked, expires: text(request.body, 'expires') };
+      // Write includes read: store both, so the list shows what the key can really do.
+      const granted = expandScopes(ticked.filter(isScope));
+      const scopes = [...SCOPES.filter((s) => granted.has(s)), ...ticked.filter((s) => !isScope(s))];
+      try {
+        const created = await createApiKey(adminOf(request), secret, {
+          name: values.name ?? '',
+          scopes,
+          expiresInDays: expiresInDays(values.expires ?? ''),
+        });
+        // Shown in this response only: never redirected through a URL or kept in a cookie.
+        return keysPage(request, reply, { created });
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        return keysPage(request, reply, { status: 400, values, errors: fieldErrors(error.errors) });
+      }
+    },
+  );
 
   app.get<{ Params: { id: string } }>(`${DEVELOPER}/keys/:id/revoke`, async (request, reply) => {
     requireAdmin(request);

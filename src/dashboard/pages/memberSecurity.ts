@@ -51,7 +51,10 @@ export const memberSecurityPages: FastifyPluginAsync<DashboardDeps> = async (app
       const session = request.session!;
       const member = await memberOfOrg(db, session.orgId, request.params.userId);
       const removed = await resetTwoFactor(db, member.id, causeOf(request, session.userId), new Date());
-      const what = removed.totp || removed.passkeys > 0 ? 'Their authenticator app, recovery codes and passkeys are removed.' : 'They had no second factor.';
+      const what =
+        removed.totp || removed.passkeys > 0
+          ? 'Their authenticator app, recovery codes and passkeys are removed.'
+          : 'They had no second factor.';
       flash(reply, `Two-factor authentication of ${member.email} is reset. ${what}`);
       return reply.redirect(MEMBERS, 303);
     },

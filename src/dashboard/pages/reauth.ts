@@ -19,7 +19,13 @@ import { safeNext } from './auth.js';
 export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, signInThrottle } = deps;
 
-  async function reauthPage(request: FastifyRequest, reply: FastifyReply, status: number, next: string, options: { errors?: FieldErrors; alert?: string } = {}) {
+  async function reauthPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    next: string,
+    options: { errors?: FieldErrors; alert?: string } = {},
+  ) {
     const session = request.session!;
     const factors = await secondFactorsOf(db, session.userId);
     return reply
@@ -31,7 +37,10 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
           session,
           body: html`<div class="login card">
             <h1>Confirm it is you</h1>
-            <p>This action needs you to prove who you are again. Afterwards you are taken back to the page you were on: submit the form there once more.</p>
+            <p>
+              This action needs you to prove who you are again. Afterwards you are taken back to the page you were on: submit the form there
+              once more.
+            </p>
             ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
             <form method="post" action="${REAUTH}" novalidate>
               ${csrf(session)}
@@ -88,7 +97,9 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     if (attempt.waitSeconds > 0) {
       const minutes = Math.ceil(attempt.waitSeconds / 60);
       reply.header('retry-after', String(attempt.waitSeconds));
-      return reauthPage(request, reply, 429, next, { alert: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` });
+      return reauthPage(request, reply, 429, next, {
+        alert: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      });
     }
     const user = { id: session.userId, email: session.email };
     try {

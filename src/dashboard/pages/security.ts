@@ -13,23 +13,38 @@ export const SECURITY = '/settings/security';
 
 const CHOICES: { value: TwoFactorPolicy; label: string; hint: string }[] = [
   { value: 'nobody', label: 'Nobody', hint: 'Each person chooses whether to set up two-factor authentication.' },
-  { value: 'admins', label: 'Admins', hint: 'Admins without an authenticator app or a passkey must set one up before doing anything else.' },
-  { value: 'everyone', label: 'Everyone', hint: 'Every member without an authenticator app or a passkey must set one up before doing anything else.' },
+  {
+    value: 'admins',
+    label: 'Admins',
+    hint: 'Admins without an authenticator app or a passkey must set one up before doing anything else.',
+  },
+  {
+    value: 'everyone',
+    label: 'Everyone',
+    hint: 'Every member without an authenticator app or a passkey must set one up before doing anything else.',
+  },
 ];
 
 function policyForm(request: FastifyRequest, current: TwoFactorPolicy, error?: string): Html {
   const session = request.session!;
   return html`<form method="post" action="${SECURITY}/policy" novalidate>
     ${csrf(session)}
-    <fieldset class="policy"${error ? html` aria-describedby="policy-error"` : ''}>
+    <fieldset class="policy" ${error ? html` aria-describedby="policy-error"` : ''}>
       <legend>Require two-factor authentication for</legend>
       ${CHOICES.map(
-        (choice) => html`<div class="choice">
-          <input type="radio" id="require-${choice.value}" name="require_two_factor" value="${choice.value}"
-            aria-describedby="require-${choice.value}-hint"${choice.value === current ? html` checked` : ''} />
-          <label for="require-${choice.value}">${choice.label}</label>
-          <p class="hint" id="require-${choice.value}-hint">${choice.hint}</p>
-        </div>`,
+        (choice) =>
+          html`<div class="choice">
+            <input
+              type="radio"
+              id="require-${choice.value}"
+              name="require_two_factor"
+              value="${choice.value}"
+              aria-describedby="require-${choice.value}-hint"
+              ${choice.value === current ? html` checked` : ''}
+            />
+            <label for="require-${choice.value}">${choice.label}</label>
+            <p class="hint" id="require-${choice.value}-hint">${choice.hint}</p>
+          </div>`,
       )}
       ${error ? html`<p class="error" id="policy-error">${error}</p>` : ''}
     </fieldset>
@@ -60,9 +75,11 @@ export const securityPages: FastifyPluginAsync<DashboardDeps> = async (app, deps
           body: html`<h1>Security of ${session.orgName}</h1>
             <section aria-labelledby="two-factor-policy">
               <h2 id="two-factor-policy">Two-factor authentication</h2>
-              <p>A person the policy covers and who has neither an authenticator app nor a passkey is sent to set one up after signing in, and can reach nothing else until they have.</p>
-              ${error ? html`<div class="alert" role="alert">${error}</div>` : ''}
-              ${policyForm(request, policy.require_two_factor, error)}
+              <p>
+                A person the policy covers and who has neither an authenticator app nor a passkey is sent to set one up after signing in,
+                and can reach nothing else until they have.
+              </p>
+              ${error ? html`<div class="alert" role="alert">${error}</div>` : ''} ${policyForm(request, policy.require_two_factor, error)}
             </section>
             ${/* INTEGRATION: the single sign-on section (pages/ssoSettings.ts) goes here. */ ''}`,
         }),
@@ -74,16 +91,31 @@ export const securityPages: FastifyPluginAsync<DashboardDeps> = async (app, deps
     return securityPage(request, reply, 200);
   });
 
-  app.post(`${SECURITY}/policy`, { preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: SECURITY })] }, async (request, reply) => {
-    const session = request.session!;
-    try {
-      const result = await setTwoFactorPolicy(db, session.orgId, text(request.body, 'require_two_factor'), causeOf(request, session.userId), new Date());
-      const label = CHOICES.find((c) => c.value === result.require_two_factor)!.label.toLowerCase();
-      flash(reply, result.changed ? `Two-factor authentication is now required for ${label}.` : `Two-factor authentication was already required for ${label}.`);
-      return reply.redirect(SECURITY, 303);
-    } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      return securityPage(request, reply, 400, 'Choose nobody, admins or everyone.');
-    }
-  });
+  app.post(
+    `${SECURITY}/policy`,
+    { preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: SECURITY })] },
+    async (request, reply) => {
+      const session = request.session!;
+      try {
+        const result = await setTwoFactorPolicy(
+          db,
+          session.orgId,
+          text(request.body, 'require_two_factor'),
+          causeOf(request, session.userId),
+          new Date(),
+        );
+        const label = CHOICES.find((c) => c.value === result.require_two_factor)!.label.toLowerCase();
+        flash(
+          reply,
+          result.changed
+            ? `Two-factor authentication is now required for ${label}.`
+            : `Two-factor authentication was already required for ${label}.`,
+        );
+        return reply.redirect(SECURITY, 303);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        return securityPage(request, reply, 400, 'Choose nobody, admins or everyone.');
+      }
+    },
+  );
 };

@@ -35,10 +35,18 @@ export async function resetTwoFactor(
     const passkeys = Number((await trx.deleteFrom('passkeys').where('user_id', '=', userId).executeTakeFirst()).numDeletedRows);
     await trx.deleteFrom('auth_challenges').where('user_id', '=', userId).execute();
     const removed = { totp: totp > 0, passkeys, recovery_codes: codes };
-    await recordMemberEvent(trx, await orgsOfUser(trx, userId), 'member.two_factor_reset', { object: 'member', id: userId, email: user.email }, cause, now, {
-      totp: String(removed.totp),
-      passkeys: String(passkeys),
-    });
+    await recordMemberEvent(
+      trx,
+      await orgsOfUser(trx, userId),
+      'member.two_factor_reset',
+      { object: 'member', id: userId, email: user.email },
+      cause,
+      now,
+      {
+        totp: String(removed.totp),
+        passkeys: String(passkeys),
+      },
+    );
     return removed;
   });
 }

@@ -49,7 +49,14 @@ export async function listSessions(db: Kysely<Database>, userId: string, current
   return [...items.filter((s) => s.current), ...items.filter((s) => !s.current)];
 }
 
-async function record(db: Kysely<Database>, userId: string, type: 'member.session_revoked' | 'member.signed_out_everywhere', cause: IdentityCause, now: Date, details: Record<string, string>) {
+async function record(
+  db: Kysely<Database>,
+  userId: string,
+  type: 'member.session_revoked' | 'member.signed_out_everywhere',
+  cause: IdentityCause,
+  now: Date,
+  details: Record<string, string>,
+) {
   const user = await db.selectFrom('users').select('email').where('id', '=', userId).executeTakeFirstOrThrow();
   await recordMemberEvent(db, await orgsOfUser(db, userId), type, { object: 'member', id: userId, email: user.email }, cause, now, details);
 }
@@ -88,7 +95,10 @@ export async function endSessionsOf(
     let query = trx.deleteFrom('sessions').where('user_id', '=', userId);
     if (keepHash !== null) query = query.where('id_hash', '!=', keepHash);
     const ended = Number((await query.executeTakeFirst()).numDeletedRows);
-    await record(trx, userId, 'member.signed_out_everywhere', cause, now, { ended: String(ended), kept: keepHash === null ? 'none' : 'current' });
+    await record(trx, userId, 'member.signed_out_everywhere', cause, now, {
+      ended: String(ended),
+      kept: keepHash === null ? 'none' : 'current',
+    });
     return ended;
   });
 }
