@@ -156,6 +156,21 @@ describe.each(DIALECTS)('re-authentication on %s', (dialect) => {
     expect(row.require_two_factor).toBe('nobody');
   });
 
+  it('counts wrong passwords against the sign-in limits: guessing ends in 429, even with the right password', async () => {
+    const org = await h.newOrg();
+    const admin = await browserOf(h, org.adminEmail, '192.0.2.200');
+    await admin.get('/reauth?next=/settings/developer');
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++)
+      statuses.push((await admin.post('/reauth', { password: `guess ${i}`, next: '/settings/developer' })).statusCode);
+    expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+    expect(statuses[5]).toBe(429);
+    const right = await admin.post('/reauth', { password: PASSWORD, next: '/settings/developer' });
+    expect(right.statusCode).toBe(429);
+    expect(right.headers['retry-after']).toMatch(/^\d+$/);
+    expect(await eventsOf(h, org.orgId, 'member.reauthenticated')).toEqual([]);
+  });
+
   it('offers a passkey when the person has one', async () => {
     const org = await h.newOrg();
     await enrolPasskey(h, org.adminId);
