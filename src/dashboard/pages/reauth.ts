@@ -16,6 +16,12 @@ import { safeNext } from './auth.js';
  * sensitive action. Wrong passwords and codes count against the sign-in throttle like sign-in
  * attempts, and are in Activity. Success rotates the session and goes back to `next`.
  */
+/** Where to go afterwards: a page of this site, never /reauth itself (that would only ask again). */
+function nextOf(value: string): string {
+  const next = safeNext(value);
+  return next.startsWith(REAUTH) ? '/contacts' : next;
+}
+
 export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, signInThrottle } = deps;
 
@@ -74,11 +80,11 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
       );
   }
 
-  app.get(REAUTH, async (request, reply) => reauthPage(request, reply, 200, safeNext(text(request.query, 'next'))));
+  app.get(REAUTH, async (request, reply) => reauthPage(request, reply, 200, nextOf(text(request.query, 'next'))));
 
   app.post(REAUTH, async (request, reply) => {
     const session = request.session!;
-    const next = safeNext(text(request.body, 'next'));
+    const next = nextOf(text(request.body, 'next') || text(request.query, 'next'));
     const password = text(request.body, 'password');
     const code = text(request.body, 'code');
     const factors = await secondFactorsOf(db, session.userId);
