@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { TwoFactorPolicy } from '../../db/schema.js';
 import { ValidationError } from '../../domain/errors.js';
+import { hasSecondFactor } from '../../domain/identity/totp.js';
 import { setTwoFactorPolicy, twoFactorPolicyOf } from '../../domain/identity/twoFactorPolicy.js';
 import { adminOnly, flash, requireAdmin, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
@@ -62,7 +63,7 @@ export const securityPages: FastifyPluginAsync<DashboardDeps> = async (app, deps
 
   async function securityPage(request: FastifyRequest, reply: FastifyReply, status: number, error?: string) {
     const session = request.session!;
-    const policy = await twoFactorPolicyOf(db, session.orgId);
+    const [policy, protectedSelf] = await Promise.all([twoFactorPolicyOf(db, session.orgId), hasSecondFactor(db, session.userId)]);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -79,6 +80,14 @@ export const securityPages: FastifyPluginAsync<DashboardDeps> = async (app, deps
                 A person the policy covers and who has neither an authenticator app nor a passkey is sent to set one up after signing in,
                 and can reach nothing else until they have.
               </p>
+              ${
+                protectedSelf
+                  ? ''
+                  : html`<div class="warning">
+                      You have no second factor yet: requiring it for admins or everyone sends you to
+                      <a href="/settings/account/two-factor">set one up</a> first.
+                    </div>`
+              }
               ${error ? html`<div class="alert" role="alert">${error}</div>` : ''} ${policyForm(request, policy.require_two_factor, error)}
             </section>
             ${/* INTEGRATION: the single sign-on section (pages/ssoSettings.ts) goes here. */ ''}`,
