@@ -47,11 +47,16 @@ details.changes th[scope=row]{text-transform:none;background:none;color:var(--fg
 #f-request-id{width:22rem}.filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end;margin:.5rem 0}.filters .field{margin:0}
 .chart{margin:.5rem 0 1rem}.chart svg{max-width:48rem;display:block}.legend{display:inline-flex;align-items:center;gap:.3rem;margin-right:1rem;font-size:.9rem}
 td.actions{white-space:nowrap}.invite-link .key-box{margin:.5rem 0}
-meter{width:16rem;height:1.2rem;vertical-align:middle}.status.s2{color:#2f7d4f}.status.s4{color:#a35f00}.status.s5{color:#b3261e}
+meter{width:16rem;height:1.2rem;vertical-align:middle}
+.badge{display:inline-block;background:#ddf4ff;color:#0550ae;border-radius:999px;padding:0 .55rem;font-size:.8rem}tr.current td{background:#f6fbff}
+fieldset.policy{border:1px solid var(--line);border-radius:6px;padding:.4rem .9rem .6rem;margin:.5rem 0 1rem;max-width:40rem}fieldset.policy legend{font-weight:600}fieldset.policy+.hint{margin:0 0 .75rem}
+.choice{display:grid;grid-template-columns:auto 1fr;gap:0 .5rem;margin:.5rem 0}.choice .hint{grid-column:2}td.member-actions form{display:block;margin:0 0 .3rem}.status.s2{color:#2f7d4f}.status.s4{color:#a35f00}.status.s5{color:#b3261e}
 @media (max-width:48rem){
 .topbar{gap:.4rem 1rem;padding:.5rem .75rem}.who{margin-left:0;flex-wrap:wrap;gap:.4rem .75rem}
 .nav-title{margin-left:0}.sep{display:none}main{padding:1rem .75rem}
-table{display:block;overflow-x:auto;max-width:100%;position:relative}td,th{overflow-wrap:normal}.checks{grid-template-columns:1fr}.field{max-width:100%}
+table{display:block;overflow-x:auto;max-width:100%;position:relative}
+table.sessions thead{display:none}table.sessions tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}table.sessions td{display:block;border:0;padding:.1rem .6rem}
+table.sessions td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.85rem}td,th{overflow-wrap:normal}.checks{grid-template-columns:1fr}.field{max-width:100%}
 }
 .passkey-sign-in{margin-top:1rem;padding-top:1rem;border-top:1px solid var(--line)}.passkey-sign-in button{width:100%}[data-passkey-status]:empty{display:none}
 [data-passkey-status]{margin:.5rem 0 0}td.actions details.rename{display:inline-block;margin-right:.5rem;vertical-align:middle}details.rename summary{cursor:pointer;color:var(--accent)}

@@ -70,6 +70,11 @@ export function requireAdmin(request: FastifyRequest): void {
   if (request.session?.role !== 'admin') throw new ForbiddenError('Only admins of this organisation can open this page.');
 }
 
+/** requireAdmin as a preHandler: put before requireRecentAuthentication, so a member is refused, never asked for a password. */
+export async function adminOnly(request: FastifyRequest): Promise<void> {
+  requireAdmin(request);
+}
+
 export function ctxOf(request: FastifyRequest, db: Kysely<Database>): Ctx {
   const session = request.session;
   if (!session) throw new UnauthorizedError('Sign in first.');

@@ -28,6 +28,11 @@ import { passkeyReauthPages } from './pages/passkeyReauth.js';
 import { passkeySignInPages } from './pages/passkeySignIn.js';
 import { twoFactorPages } from './pages/twoFactor.js';
 import { twoFactorSignInPages } from './pages/twoFactorSignIn.js';
+import { accountSessionPages } from './pages/accountSessions.js';
+import { memberSecurityPages } from './pages/memberSecurity.js';
+import { reauthPages } from './pages/reauth.js';
+import { securityPages } from './pages/security.js';
+import { requireTwoFactorEnrolment } from './twoFactorGate.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
@@ -161,6 +166,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
       // JSON requests of the page scripts (passkeys) may carry it in a header instead: another site can send neither.
       if (request.method === 'POST' && !multipart) checkCsrf(request, text(request.body, '_csrf') || request.headers['x-csrf-token']);
     });
+    // The organisation's two-factor policy holds back, on every request, whoever it covers and has no second factor.
+    pages.addHook('preHandler', requireTwoFactorEnrolment(deps.db));
     await pages.register(contactPages, deps);
     await pages.register(labelPages, deps);
     await pages.register(groupPages, deps);
@@ -173,6 +180,10 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(passkeyPages, deps);
     await pages.register(passkeyReauthPages, deps);
     await pages.register(twoFactorPages, deps);
+    await pages.register(accountSessionPages, deps);
+    await pages.register(memberSecurityPages, deps);
+    await pages.register(reauthPages, deps);
+    await pages.register(securityPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
     await pages.register(requestLogPages, deps);

@@ -9,6 +9,7 @@ import { field, fieldErrors, html, type FieldErrors } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { passkeySection } from './passkeyViews.js';
+import { sessionsSection } from './accountSessions.js';
 
 const ACCOUNT = '/settings/account';
 
@@ -26,6 +27,7 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
   ) {
     const session = request.session!;
     const passkeys = await listPasskeys(db, session.userId);
+    const sessions = await sessionsSection(db, session);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -58,7 +60,7 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
               })}
               <button type="submit">Change password</button>
             </form>
-            ${passkeySection(session, passkeys)}`,
+            ${passkeySection(session, passkeys)} ${sessions}`,
         }),
       );
   }

@@ -11,7 +11,8 @@ import {
 import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import { expandScopes, isScope, SCOPES } from '../../domain/scopes.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
-import { flash, list, requireAdmin, takeFlash, text } from '../context.js';
+import { adminOnly, flash, list, requireAdmin, takeFlash, text } from '../context.js';
+import { requireRecentAuthentication } from '../reauth.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
@@ -127,7 +128,8 @@ function expiresInDays(value: string): number | null {
   return Number(value);
 }
 
-export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secret }) => {
+export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, secret } = deps;
   const adminOf = (request: FastifyRequest): KeyAdmin => {
     requireAdmin(request);
     const session = request.session!;
@@ -199,26 +201,31 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, { d
     return keysPage(request, reply);
   });
 
-  app.post(`${DEVELOPER}/keys`, async (request, reply) => {
-    requireAdmin(request);
-    const ticked = list(request.body, 'scopes');
-    const values: KeyForm = { name: text(request.body, 'name'), scopes: ticked, expires: text(request.body, 'expires') };
-    // Write includes read: store both, so the list shows what the key can really do.
-    const granted = expandScopes(ticked.filter(isScope));
-    const scopes = [...SCOPES.filter((s) => granted.has(s)), ...ticked.filter((s) => !isScope(s))];
-    try {
-      const created = await createApiKey(adminOf(request), secret, {
-        name: values.name ?? '',
-        scopes,
-        expiresInDays: expiresInDays(values.expires ?? ''),
-      });
-      // Shown in this response only: never redirected through a URL or kept in a cookie.
-      return keysPage(request, reply, { created });
-    } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      return keysPage(request, reply, { status: 400, values, errors: fieldErrors(error.errors) });
-    }
-  });
+  // Creating a key hands out access to the organisation's data: a sensitive action (IDENTITY.md).
+  app.post(
+    `${DEVELOPER}/keys`,
+    { preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: DEVELOPER })] },
+    async (request, reply) => {
+      requireAdmin(request);
+      const ticked = list(request.body, 'scopes');
+      const values: KeyForm = { name: text(request.body, 'name'), scopes: ticked, expires: text(request.body, 'expires') };
+      // Write includes read: store both, so the list shows what the key can really do.
+      const granted = expandScopes(ticked.filter(isScope));
+      const scopes = [...SCOPES.filter((s) => granted.has(s)), ...ticked.filter((s) => !isScope(s))];
+      try {
+        const created = await createApiKey(adminOf(request), secret, {
+          name: values.name ?? '',
+          scopes,
+          expiresInDays: expiresInDays(values.expires ?? ''),
+        });
+        // Shown in this response only: never redirected through a URL or kept in a cookie.
+        return keysPage(request, reply, { created });
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        return keysPage(request, reply, { status: 400, values, errors: fieldErrors(error.errors) });
+      }
+    },
+  );
 
   app.get<{ Params: { id: string } }>(`${DEVELOPER}/keys/:id/revoke`, async (request, reply) => {
     requireAdmin(request);

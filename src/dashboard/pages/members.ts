@@ -9,6 +9,7 @@ import { ctxOf, flash, requireAdmin, takeFlash, text } from '../context.js';
 import { html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { memberSignInActions } from './memberSecurity.js';
 import { inviteForm, newLinkBox, pendingInvitations, type InviteValues } from './invitationViews.js';
 
 export const MEMBERS = '/settings/members';
@@ -38,6 +39,7 @@ function memberRow(session: SessionView, m: MemberView, rowError?: string): Html
   </td>
   <td><time datetime="${m.joined_at}">${m.joined_at.slice(0, 10)}</time></td>
   <td>${m.active_keys}</td>
+  <td class="member-actions">${memberSignInActions(session, m)}</td>
   <td>
     <form method="post" action="${MEMBERS}/remove" class="inline">${csrf(session)}
       <input type="hidden" name="email" value="${m.email}">
@@ -87,6 +89,7 @@ export async function membersPage(request: FastifyRequest, reply: FastifyReply, 
               <th scope="col">Role</th>
               <th scope="col">Joined</th>
               <th scope="col">Live API keys</th>
+              <th scope="col">Sign-in</th>
               <th scope="col"><span class="visually-hidden">Remove</span></th>
             </tr>
           </thead>

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { finishAssertion, PasskeyRefused, startAssertion } from '../../domain/identity/webauthn.js';
 import { answer, endCeremony, jsonBody, jsonEndpoint, relyingPartyOf, startCeremony, str } from '../passkeyRequests.js';
-import { reauthenticated, signInFailed } from '../signIns.js';
+import { signInFailed } from '../signIns.js';
+import { completeReauthentication } from '../reauth.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { safeNext } from './auth.js';
 
@@ -54,7 +55,8 @@ export const passkeyReauthPages: FastifyPluginAsync<DashboardDeps> = async (app,
         await signInFailed(request, deps, { user: { id: session.userId, email: session.email }, method: 'passkey', reason: error.reason });
         return answer(reply, 401, 'That passkey could not confirm it is you. Try again, or use your password.');
       }
-      await reauthenticated(request, reply, deps, 'passkey');
+      // As a password re-authentication ends: rotation, Activity, and REAUTH_MINUTES=0's single-use pass.
+      await completeReauthentication(request, reply, deps, 'passkey');
       return reply.send({ redirect: safeNext(str(body, 'next')) });
     }),
   );

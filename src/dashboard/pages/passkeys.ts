@@ -5,6 +5,7 @@ import { flash, text } from '../context.js';
 import { endCeremony, jsonBody, jsonEndpoint, relyingPartyOf, startCeremony, str } from '../passkeyRequests.js';
 import { causeOf } from '../signIns.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { requireRecentAuthentication } from '../reauth.js';
 import { PASSKEYS_PATH } from './passkeyViews.js';
 
 /**
@@ -62,16 +63,21 @@ export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     return reply.redirect('/settings/account#passkeys', 303);
   });
 
-  app.post<{ Params: { id: string } }>(`${PASSKEYS_PATH}/:id/remove`, async (request, reply) => {
-    const session = request.session!;
-    const removed = await removePasskey(
-      db,
-      { id: session.userId, email: session.email },
-      request.params.id,
-      causeOf(request, session.userId),
-      new Date(),
-    );
-    flash(reply, `Passkey “${removed.name}” removed: it can no longer sign you in.`);
-    return reply.redirect('/settings/account#passkeys', 303);
-  });
+  // Removing one is sensitive: a recent proof of identity first (REAUTH_MINUTES).
+  app.post<{ Params: { id: string } }>(
+    `${PASSKEYS_PATH}/:id/remove`,
+    { preHandler: requireRecentAuthentication(deps, { fallback: '/settings/account' }) },
+    async (request, reply) => {
+      const session = request.session!;
+      const removed = await removePasskey(
+        db,
+        { id: session.userId, email: session.email },
+        request.params.id,
+        causeOf(request, session.userId),
+        new Date(),
+      );
+      flash(reply, `Passkey “${removed.name}” removed: it can no longer sign you in.`);
+      return reply.redirect('/settings/account#passkeys', 303);
+    },
+  );
 };

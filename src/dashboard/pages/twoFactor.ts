@@ -3,6 +3,9 @@ import { UnavailableError } from '../../domain/errors.js';
 import { secondFactorsOf } from '../../domain/identity/totp.js';
 import { confirmTotpSetup, renewRecoveryCodes, startTotpSetup, totpStateOf, turnOffTotp } from '../../domain/identity/twoFactorSetup.js';
 import { flash, takeFlash, text } from '../context.js';
+import { requireRecentAuthentication } from '../reauth.js';
+import { listPasskeys } from '../../domain/identity/passkeys.js';
+import { passkeySection } from './passkeyViews.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
@@ -19,7 +22,10 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
   const { db, secret, signInThrottle } = deps;
   const person = (request: FastifyRequest) => ({ id: request.session!.userId, email: request.session!.email });
 
-  function send(request: FastifyRequest, reply: FastifyReply, status: number, body: Html) {
+  async function send(request: FastifyRequest, reply: FastifyReply, status: number, body: Html) {
+    // Passkeys are the other second factor: offered here too, as this is the one page a person the
+    // organisation's policy holds back can reach (see twoFactorGate.ts).
+    const passkeys = passkeySection(request.session!, await listPasskeys(db, request.session!.userId));
     return reply
       .code(status)
       .header('cache-control', 'no-store')
@@ -31,7 +37,7 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
           notice: takeFlash(request, reply),
           body: html`<p><a href="/settings/account">Your account</a></p>
             <h1>Two-factor authentication</h1>
-            ${body}`,
+            ${body} ${passkeys}`,
         }),
       );
   }
@@ -120,7 +126,8 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     );
   });
 
-  app.post(`${TWO_FACTOR}/disable`, async (request, reply) => {
+  // Turning it off is sensitive: a recent proof of identity first (REAUTH_MINUTES), then a current code.
+  app.post(`${TWO_FACTOR}/disable`, { preHandler: requireRecentAuthentication(deps, { fallback: TWO_FACTOR }) }, async (request, reply) => {
     const code = text(request.body, 'code').trim();
     if (!code) return show(request, reply, 400, { form: 'disable', errors: { code: 'Enter a code from your app, or a recovery code.' } });
     if (!(await totpStateOf(db, secret, person(request))).confirmed) {

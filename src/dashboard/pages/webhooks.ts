@@ -3,7 +3,8 @@ import { ValidationError } from '../../domain/errors.js';
 import { EVENT_TYPES } from '../../domain/events/types.js';
 import { createEndpoint, listEndpoints, type EndpointView, type EndpointWithSecret } from '../../domain/webhooks/endpoints.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
-import { ctxOf, list, requireAdmin, takeFlash, text } from '../context.js';
+import { adminOnly, ctxOf, list, requireAdmin, takeFlash, text } from '../context.js';
+import { requireRecentAuthentication } from '../reauth.js';
 import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
@@ -100,7 +101,8 @@ function endpointTable(endpoints: EndpointView[]): Html {
 }
 
 /** Settings → Developer → Webhooks: the organisation's endpoints, and a form to add one. */
-export const webhookPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, webhooks }) => {
+export const webhookPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, webhooks } = deps;
   async function webhooksPage(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -138,7 +140,8 @@ export const webhookPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
     return webhooksPage(request, reply);
   });
 
-  app.post(WEBHOOKS, async (request, reply) => {
+  // A new endpoint receives the organisation's data: a sensitive action (IDENTITY.md).
+  app.post(WEBHOOKS, { preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: WEBHOOKS })] }, async (request, reply) => {
     requireAdmin(request);
     const values: EndpointForm = { url: text(request.body, 'url'), events: list(request.body, 'events') };
     try {

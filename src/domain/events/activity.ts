@@ -129,7 +129,8 @@ export async function listActivity(ctx: Ctx, page: ActivityPageRequest, filters:
   const readable = activityResources(ctx);
   const resource =
     'exact' in pattern
-      ? (resourceOf(pattern.exact as EventType) as ActivityResource)
+      ? // Identity changes are all of resource member, security.* (the organisation's sign-in settings) too.
+        ((isMemberEventType(pattern.exact) ? 'member' : resourceOf(pattern.exact as EventType)) as ActivityResource)
       : (pattern.prefix.slice(0, -1) as ActivityResource | '');
   if (resource !== '' ? !readable.includes(resource) : readable.length === 0) return { items: [], hasOlder: false, hasNewer: false };
   const newer = page.newer ?? null;

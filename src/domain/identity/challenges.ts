@@ -11,7 +11,8 @@ import { nowIso } from '../ids.js';
  * database finishes nothing. Taking a challenge deletes it (single use: two instances racing for
  * one get it once).
  */
-export type ChallengePurpose = 'two_factor' | 'passkey_register' | 'passkey_sign_in' | 'passkey_second_factor' | 'passkey_reauth' | 'sso';
+export type ChallengePurpose =
+  'two_factor' | 'passkey_register' | 'passkey_sign_in' | 'passkey_second_factor' | 'passkey_reauth' | 'sso' | 'reauth_grant';
 
 export interface Challenge<T> {
   userId: string | null;

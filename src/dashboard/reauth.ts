@@ -1,0 +1,84 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createChallenge, takeChallenge } from '../domain/identity/challenges.js';
+import type { DashboardDeps } from './dashboardDeps.js';
+import { safeNext } from './pages/auth.js';
+import { needsReauthentication, reauthenticated } from './signIns.js';
+
+export const REAUTH = '/reauth';
+const GRANT_COOKIE = 'od_reauth';
+/**
+ * With REAUTH_MINUTES=0 ("always"), a re-authentication lets exactly one sensitive action through,
+ * within this long: without it the action would send the person straight back to /reauth (a loop).
+ */
+export const REAUTH_GRACE_MS = 60_000;
+
+/**
+ * Where to come back to after re-authenticating: the page the form was on (the Referer, when it
+ * is this site's), else `fallback`, the page that holds the route's form.
+ */
+export function reauthTarget(request: FastifyRequest, deps: DashboardDeps, fallback: string): string {
+  const referer = request.headers.referer;
+  if (referer) {
+    try {
+      const url = new URL(referer);
+      const ours = url.host === request.headers.host || url.origin === new URL(deps.identity.publicUrl).origin;
+      if (ours && url.pathname !== REAUTH) return safeNext(url.pathname + url.search);
+    } catch {
+      // Not a URL: use the fallback.
+    }
+  }
+  return safeNext(fallback);
+}
+
+/** The single-use pass REAUTH_MINUTES=0 needs (see REAUTH_GRACE_MS): taken, it is gone. */
+async function takeGrant(request: FastifyRequest, reply: FastifyReply, deps: DashboardDeps, now: Date): Promise<boolean> {
+  const token = request.cookies[GRANT_COOKIE];
+  if (!token) return false;
+  reply.clearCookie(GRANT_COOKIE, { path: '/' });
+  const grant = await takeChallenge(deps.db, 'reauth_grant', token, now);
+  return grant !== null && grant.userId === request.session?.userId;
+}
+
+/**
+ * A preHandler for sensitive actions (IDENTITY.md, Sessions and re-authentication): when the
+ * session's last proof of identity is older than REAUTH_MINUTES, nothing is done and the person is
+ * sent to /reauth, which brings them back to the form to submit again. With the default, the
+ * sign-in itself is a fresh proof; with 0, only a re-authentication made for it (once, within
+ * REAUTH_GRACE_MS) is.
+ */
+export function requireRecentAuthentication(deps: DashboardDeps, options: { fallback?: string } = {}) {
+  return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const session = request.session;
+    if (!session) return undefined;
+    const now = new Date();
+    if (deps.reauthMinutes > 0 && !needsReauthentication(session, deps.reauthMinutes, now)) return undefined;
+    if (deps.reauthMinutes === 0 && (await takeGrant(request, reply, deps, now))) return undefined;
+    const next = reauthTarget(request, deps, options.fallback ?? request.url.split('?')[0] ?? '/contacts');
+    return reply.redirect(`${REAUTH}?next=${encodeURIComponent(next)}`, 303);
+  };
+}
+
+/**
+ * Every successful re-authentication ends here (password, password + code, passkey): the session
+ * is rotated and the proof recorded (signIns.reauthenticated), and with REAUTH_MINUTES=0 the
+ * browser gets the single-use pass for its next sensitive action. The caller redirects.
+ */
+export async function completeReauthentication(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: DashboardDeps,
+  how: string,
+): Promise<void> {
+  const userId = request.session!.userId;
+  await reauthenticated(request, reply, deps, how);
+  if (deps.reauthMinutes === 0) {
+    const token = await createChallenge(deps.db, 'reauth_grant', userId, {}, REAUTH_GRACE_MS, new Date());
+    reply.setCookie(GRANT_COOKIE, token, {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: deps.secureCookies,
+      maxAge: REAUTH_GRACE_MS / 1000,
+    });
+  }
+}
