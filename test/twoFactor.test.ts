@@ -62,7 +62,7 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     const page = await user.get(TWO_FACTOR);
     expect(page.statusCode).toBe(200);
     expect(page.body).toMatch(/<svg role="img" aria-label="QR code[^"]*"[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
-    expect(page.body).not.toMatch(/<img|<script(?! src="\/assets\/dashboard\.js")/);
+    expect(page.body).not.toMatch(/<img|<script(?! src="\/assets\/(dashboard|passkeys)\.js")/);
     const { uri, secret } = setupOf(page.body);
     expect(uri).toMatch(new RegExp(`^otpauth://totp/orgdata:${encodeURIComponent(member.email)}\\?`));
     expect(new URL(uri).searchParams.get('issuer')).toBe('orgdata');

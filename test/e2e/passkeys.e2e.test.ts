@@ -115,7 +115,8 @@ describe.skipIf(!hasChromium)('passkeys in a browser', { timeout: 180_000 }, () 
     await fitsWidth(small, 375);
     await accessible(small);
     await small.screenshot({ path: path.join(ARTIFACTS, 'login-passkey-375px.png'), fullPage: true });
-    await signInAs(small, server.url, EMAIL, PASSWORD);
+    // The same session (a password sign-in would now ask for the passkey: this phone has none).
+    await phone.addCookies(await context.cookies());
     await small.goto(`${server.url}/settings/account#passkeys`);
     await fitsWidth(small, 375);
     await accessible(small);
@@ -130,9 +131,9 @@ describe.skipIf(!hasChromium)('passkeys in a browser', { timeout: 180_000 }, () 
     await page.screenshot({ path: path.join(ARTIFACTS, 'login-passkey-1280px.png'), fullPage: true });
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await page.waitForURL(`${server.url}/groups`);
-    expect(await events('member.signed_in')).toMatchObject([{ method: 'password' }, { method: 'password' }, { method: 'passkey' }]);
+    expect(await events('member.signed_in')).toMatchObject([{ method: 'password' }, { method: 'passkey' }]);
     await page.goto(`${server.url}/activity?type=member.signed_in`);
-    expect(await page.locator('table.activity').getByText('member.signed_in').count()).toBe(3);
+    expect(await page.locator('table.activity').getByText('member.signed_in').count()).toBe(2);
     const session = await server.db.kysely
       .selectFrom('sessions')
       .select('method')

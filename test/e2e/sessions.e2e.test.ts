@@ -125,7 +125,7 @@ describe.skipIf(!hasChromium)('sessions, re-authentication and the two-factor po
       await grace.page.goto(`${server.url}/login`);
       await grace.page.getByLabel('Email').fill('grace@example.com');
       await grace.page.getByLabel('Password').fill(PASSWORD);
-      await grace.page.getByRole('button', { name: 'Sign in' }).click();
+      await grace.page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await grace.page.waitForURL(`${server.url}/settings/account/two-factor`);
       await shoot(grace.page, 'two-factor-required', width);
       await grace.page.goto(`${server.url}/contacts`);

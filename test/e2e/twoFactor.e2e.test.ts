@@ -82,7 +82,7 @@ describe.skipIf(!hasChromium)('two-factor authentication in a browser', { timeou
     await page.goto(`${server.url}/login`);
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL(`${server.url}/login/two-factor`);
     const cookies = await page.context().cookies();
     expect(cookies.map((c) => c.name)).not.toContain('od_session');
