@@ -22,6 +22,8 @@ import { invitationPages } from './pages/invitations.js';
 import { invitePages } from './pages/invite.js';
 import { passwordResetPages } from './pages/passwordReset.js';
 import { accountPages } from './pages/account.js';
+import { ssoSignInPages } from './pages/ssoSignIn.js';
+import { ssoSettingsPages } from './pages/ssoSettings.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
@@ -111,6 +113,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     countSignIn: options.countSignIn,
     reauthMinutes: options.reauthMinutes,
     ssoAllowPrivateIssuers: options.ssoAllowPrivateIssuers,
+    oidc: options.oidc,
   };
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
@@ -134,6 +137,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   // Pages for people who are not signed in: accepting an invitation, a forgotten password.
   await app.register(invitePages, deps);
   await app.register(passwordResetPages, deps);
+  await app.register(ssoSignInPages, deps);
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {
@@ -152,6 +156,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(memberPages, deps);
     await pages.register(invitationPages, deps);
     await pages.register(accountPages, deps);
+    await pages.register(ssoSettingsPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
     await pages.register(requestLogPages, deps);

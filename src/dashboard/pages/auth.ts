@@ -7,6 +7,8 @@ import { field, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
 import { crossSite } from '../formGuard.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { passwordRefusedBySso } from '../../domain/identity/ssoSignIn.js';
+import { ssoForm } from './ssoForm.js';
 
 function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string }): string {
   return page({
@@ -22,6 +24,7 @@ function loginPage(options: { email?: string; errors?: FieldErrors; alert?: stri
         <button type="submit">Sign in</button>
       </form>
       <p><a href="/forgot-password">Forgot your password?</a></p>
+      ${ssoForm()}
     </div>`,
   });
 }
@@ -96,6 +99,12 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     }
     try {
       const holder = await checkPassword(db, email, password);
+      // Single sign-on required by one of the person's organisations (IDENTITY.md, `--require`).
+      const ssoOnly = await passwordRefusedBySso(db, holder.userId);
+      if (ssoOnly) {
+        await signInFailed(request, deps, { user: { id: holder.userId, email: holder.email }, method: 'password', reason: 'sso_required' });
+        return reply.code(403).type('text/html; charset=utf-8').send(loginPage({ email, next, alert: ssoOnly }));
+      }
       // Not forgiving the attempt only leaves one count too many: no reason to fail the sign-in.
       await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
       await finishSignIn(request, reply, deps, { userId: holder.userId, email: holder.email, orgId: holder.orgId, method: 'password' });
