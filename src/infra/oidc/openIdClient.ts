@@ -84,9 +84,19 @@ export function openIdClient(policy: IssuerPolicy): OpenIdClient {
   };
 }
 
+/** The issuer guard's refusal, however deep openid-client wrapped it (errors from customFetch become causes). */
+function guardRefusal(error: unknown): ValidationError | null {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof ValidationError) return e;
+  }
+  return null;
+}
+
+
 function unreachable(error: unknown): SsoRefused {
-  if (error instanceof ValidationError) {
-    return new SsoRefused('issuer_refused', `The sign-in provider's address is not allowed: ${error.errors[0]?.message ?? ''}`, 502);
+  const refused = guardRefusal(error);
+  if (refused) {
+    return new SsoRefused('issuer_refused', `The sign-in provider's address is not allowed: ${refused.errors[0]?.message ?? ''}`, 502);
   }
   const detail = error instanceof Error ? error.message : String(error);
   return new SsoRefused('provider_unreachable', `The sign-in provider could not be reached (${detail.slice(0, 200)}). Try again later.`, 502);
@@ -100,7 +110,7 @@ function refusal(error: unknown): SsoRefused {
   if (error instanceof client.ResponseBodyError) {
     return new SsoRefused('provider_error', `The sign-in provider refused: ${error.error}.`, 400);
   }
-  if (error instanceof ValidationError || (error instanceof Error && /fetch|ECONN|timeout|abort/i.test(error.name + error.message))) {
+  if (guardRefusal(error) || (error instanceof Error && /fetch|ECONN|timeout|abort/i.test(error.name + error.message))) {
     return unreachable(error);
   }
   const detail = error instanceof Error ? error.message : String(error);
