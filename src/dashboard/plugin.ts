@@ -119,7 +119,11 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
 
   app.addHook('onSend', async (_request, reply, payload) => {
-    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) setPageHeaders(reply);
+    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {
+      // A page may have loosened its own policy (the sign-in page's SSO form: see ssoForm.ts).
+      const own = reply.getHeader('content-security-policy');
+      setPageHeaders(reply, typeof own === 'string' ? own : undefined);
+    }
     return payload;
   });
   app.setErrorHandler(errorPage);

@@ -8,7 +8,7 @@ import { page } from '../layout.js';
 import { crossSite } from '../formGuard.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { passwordRefusedBySso } from '../../domain/identity/ssoSignIn.js';
-import { ssoForm } from './ssoForm.js';
+import { signInPageCsp, ssoForm } from './ssoForm.js';
 
 function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string }): string {
   return page({
@@ -57,6 +57,10 @@ export function safeNext(next: string): string {
 
 export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, signInThrottle } = deps;
+  const csp = signInPageCsp(deps.ssoAllowPrivateIssuers);
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.header('content-security-policy', csp);
+  });
   app.get('/login', async (request, reply) => {
     const next = text(request.query, 'next');
     return reply.type('text/html; charset=utf-8').send(loginPage({ next }));

@@ -9,3 +9,14 @@ export function ssoForm(email = ''): Html {
     <button type="submit" class="secondary">Sign in with SSO</button>
   </form>`;
 }
+
+/**
+ * The sign-in page's Content-Security-Policy: the usual one, except that forms may lead off the
+ * site. The SSO form's GET to /sso/start is answered by a redirect to the organisation's provider,
+ * and browsers hold a form's whole redirect chain to `form-action` ('self' would stop it there).
+ * The page's only other form posts to /login; nothing on it is unescaped input.
+ */
+export function signInPageCsp(allowHttp: boolean): string {
+  const targets = allowHttp ? "'self' https: http:" : "'self' https:";
+  return `default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action ${targets}`;
+}
