@@ -1,7 +1,7 @@
 import type { SessionView } from '../domain/sessions/sessions.js';
 import { html, type Html } from './html.js';
 
-export type Section = 'contacts' | 'labels' | 'groups' | 'files' | 'import' | 'activity' | 'members' | 'developer' | 'none';
+export type Section = 'contacts' | 'labels' | 'groups' | 'files' | 'import' | 'activity' | 'members' | 'developer' | 'security' | 'none';
 
 export interface PageOptions {
   title: string;
@@ -20,6 +20,7 @@ const NAV: { section: Section; href: string; label: string; admin?: boolean }[] 
   { section: 'activity', href: '/activity', label: 'Activity' },
   { section: 'members', href: '/settings/members', label: 'Members', admin: true },
   { section: 'developer', href: '/settings/developer', label: 'Developer', admin: true },
+  { section: 'security', href: '/settings/security', label: 'Security', admin: true },
 ];
 
 /** The hidden CSRF field every form carries. */

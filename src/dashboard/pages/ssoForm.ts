@@ -4,8 +4,10 @@ import { html, type Html } from '../html.js';
 export function ssoForm(email = ''): Html {
   return html`<form method="get" action="/sso/start" class="sso" novalidate>
     <h2>Sign in with SSO</h2>
-    <label for="sso-email">Work email</label>
-    <input id="sso-email" name="email" type="email" value="${email}" autocomplete="email" required />
+    <div class="field">
+      <label for="sso-email">Work email</label>
+      <input id="sso-email" name="email" type="email" value="${email}" autocomplete="email" required />
+    </div>
     <button type="submit" class="secondary">Sign in with SSO</button>
   </form>`;
 }

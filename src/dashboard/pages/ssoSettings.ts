@@ -78,7 +78,7 @@ export function ssoSection(
       <button type="submit">Save single sign-on</button>
     </form>
     ${settings
-      ? html`<form method="post" action="${SECURITY}/sso/remove">
+      ? html`<form method="post" action="${SECURITY}/sso/remove" class="sso-remove">
           ${csrf(session)}
           <button type="submit" class="secondary">Remove single sign-on</button>
         </form>`
