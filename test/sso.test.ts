@@ -22,7 +22,20 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
   const setSso = (extra: string[] = [], secret = idp.clientSecret) =>
     runCli(
       env.env,
-      ['sso', 'set', '--org', orgId, '--issuer', idp.issuer, '--client-id', idp.clientId, '--domains', 'acme.test,ACME-two.test', ...extra, '--json'],
+      [
+        'sso',
+        'set',
+        '--org',
+        orgId,
+        '--issuer',
+        idp.issuer,
+        '--client-id',
+        idp.clientId,
+        '--domains',
+        'acme.test,ACME-two.test',
+        ...extra,
+        '--json',
+      ],
       `${secret}\n`,
     );
   const events = (type: string) =>
@@ -37,7 +50,18 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     idp = await startProvider(`${base}/sso/callback`);
     server = await startServerProcess(env);
     db = databaseOf(env);
-    orgId = (await cli<{ org: { id: string } }>(env.env, ['org', 'create', '--name', 'Acme', '--admin-email', 'boss@acme.test', '--admin-password', PASSWORD])).org.id;
+    orgId = (
+      await cli<{ org: { id: string } }>(env.env, [
+        'org',
+        'create',
+        '--name',
+        'Acme',
+        '--admin-email',
+        'boss@acme.test',
+        '--admin-password',
+        PASSWORD,
+      ])
+    ).org.id;
     for (const email of ['alice@acme.test', 'carol@acme.test']) {
       await cli(env.env, ['users', 'add', '--org', orgId, '--email', email, '--password', PASSWORD, '--role', 'member']);
     }
@@ -64,7 +88,14 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     const set = await setSso();
     expect(set.code, set.stderr + set.stdout).toBe(0);
     const out = JSON.parse(set.stdout);
-    expect(out).toMatchObject({ configured: true, issuer: idp.issuer, client_id: idp.clientId, domains: ['acme-two.test', 'acme.test'], auto_join: 'off', required: false });
+    expect(out).toMatchObject({
+      configured: true,
+      issuer: idp.issuer,
+      client_id: idp.clientId,
+      domains: ['acme-two.test', 'acme.test'],
+      auto_join: 'off',
+      required: false,
+    });
     expect(out.redirect_uri).toBe(`${base}/sso/callback`);
     expect(set.stdout).not.toContain(idp.clientSecret);
 
@@ -83,14 +114,33 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
   it('refuses an http or private issuer without SSO_ALLOW_PRIVATE_ISSUERS, and a domain another organisation uses', async () => {
     const strict = { ...env.env, SSO_ALLOW_PRIVATE_ISSUERS: 'false' };
     for (const issuer of [idp.issuer, 'https://127.0.0.1:8443', 'https://localhost']) {
-      const r = await runCli(strict, ['sso', 'set', '--org', orgId, '--issuer', issuer, '--client-id', 'x', '--domains', 'acme.test', '--json'], 'secret\n');
+      const r = await runCli(
+        strict,
+        ['sso', 'set', '--org', orgId, '--issuer', issuer, '--client-id', 'x', '--domains', 'acme.test', '--json'],
+        'secret\n',
+      );
       expect(r.code, issuer).toBe(1);
       const error = JSON.parse(r.stdout).error;
       expect(error.code).toBe('invalid_request');
       expect(error.message).toMatch(/^issuer: /);
     }
-    const other = (await cli<{ org: { id: string } }>(env.env, ['org', 'create', '--name', 'Other', '--admin-email', 'o@other.test', '--admin-password', PASSWORD])).org.id;
-    const taken = await runCli(env.env, ['sso', 'set', '--org', other, '--issuer', idp.issuer, '--client-id', 'x', '--domains', 'other.test, Acme.test', '--json'], 's\n');
+    const other = (
+      await cli<{ org: { id: string } }>(env.env, [
+        'org',
+        'create',
+        '--name',
+        'Other',
+        '--admin-email',
+        'o@other.test',
+        '--admin-password',
+        PASSWORD,
+      ])
+    ).org.id;
+    const taken = await runCli(
+      env.env,
+      ['sso', 'set', '--org', other, '--issuer', idp.issuer, '--client-id', 'x', '--domains', 'other.test, Acme.test', '--json'],
+      's\n',
+    );
     expect(taken.code).toBe(1);
     expect(JSON.parse(taken.stdout).error.message).toContain('acme.test is already used for single sign-on by another organisation');
     // The settings of the first organisation are untouched.
@@ -195,7 +245,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     expect(new Set(answers.map((a) => a.body)).size).toBe(1);
   });
 
-  it('with --require, refuses a member\'s password (sso_required) and an admin\'s without a second factor, not with one', async () => {
+  it("with --require, refuses a member's password (sso_required) and an admin's without a second factor, not with one", async () => {
     expect((await setSso(['--require'])).code).toBe(0);
     const alice = await passwordSignIn(base, 'alice@acme.test', PASSWORD);
     expect(alice.response.status).toBe(403);
@@ -213,7 +263,13 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     const bossId = await userId('boss@acme.test');
     await db.kysely
       .insertInto('totp_factors')
-      .values({ user_id: bossId!, secret_sealed: 'sealed-elsewhere', created_at: new Date().toISOString(), confirmed_at: new Date().toISOString(), last_step: null })
+      .values({
+        user_id: bossId!,
+        secret_sealed: 'sealed-elsewhere',
+        created_at: new Date().toISOString(),
+        confirmed_at: new Date().toISOString(),
+        last_step: null,
+      })
       .execute();
     const withFactor = await passwordSignIn(base, 'boss@acme.test', PASSWORD);
     expect(withFactor.response.status).not.toBe(403);

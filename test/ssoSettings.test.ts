@@ -84,7 +84,12 @@ describe.each(DIALECTS)('SSO settings on %s', { timeout: 60_000 }, (dialect) => 
     expect(taken.statusCode).toBe(400);
     expect(taken.body).toContain('already used for single sign-on by another organisation');
 
-    const events = await h.db.kysely.selectFrom('events').select(['type', 'data']).where('org_id', '=', org.orgId).where('type', 'like', 'security.%').execute();
+    const events = await h.db.kysely
+      .selectFrom('events')
+      .select(['type', 'data'])
+      .where('org_id', '=', org.orgId)
+      .where('type', 'like', 'security.%')
+      .execute();
     expect(events.filter((e) => e.type === 'security.sso_set')).toHaveLength(2);
     expect(JSON.parse(events[0]!.data).object).toEqual({ object: 'org', id: org.orgId, name: 'Settings Org' });
 
@@ -116,7 +121,14 @@ describe.each(DIALECTS)('SSO settings on %s', { timeout: 60_000 }, (dialect) => 
 });
 
 describe('the issuer guard when fetching (DNS rebinding) and the deadline', { timeout: 30_000 }, () => {
-  const provider = (issuer: string): SsoProvider => ({ orgId: 'org_x', issuer, clientId: 'c', clientSecret: 's', autoJoin: 'off', domains: [] });
+  const provider = (issuer: string): SsoProvider => ({
+    orgId: 'org_x',
+    issuer,
+    clientId: 'c',
+    clientSecret: 's',
+    autoJoin: 'off',
+    domains: [],
+  });
   let silent: Server;
   const sockets = new Set<Socket>();
   let port = 0;

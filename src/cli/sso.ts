@@ -17,7 +17,9 @@ async function readSecret(): Promise<string> {
 }
 
 function describe(orgId: string, settings: SsoSettings | null, redirectUri: string) {
-  const json = settings ? { org_id: orgId, configured: true, ...settings, redirect_uri: redirectUri } : { org_id: orgId, configured: false, redirect_uri: redirectUri };
+  const json = settings
+    ? { org_id: orgId, configured: true, ...settings, redirect_uri: redirectUri }
+    : { org_id: orgId, configured: false, redirect_uri: redirectUri };
   const text = settings
     ? [
         `issuer        ${settings.issuer}`,
@@ -64,7 +66,9 @@ export async function ssoCommand(config: Config, action: string, values: Options
       const removed = await withDb(config, (db) => removeSso(db.kysely, orgId, OPERATOR, new Date()));
       return {
         json: { org_id: orgId, removed },
-        text: removed ? `single sign-on removed from ${orgId}: everyone signs in with a password again` : `single sign-on was not set up for ${orgId}`,
+        text: removed
+          ? `single sign-on removed from ${orgId}: everyone signs in with a password again`
+          : `single sign-on was not set up for ${orgId}`,
       };
     }
     default:

@@ -78,11 +78,24 @@ describe.skipIf(!hasChromium)('single sign-on in a browser', { timeout: 120_000 
     }
   });
 
-  it('a member signs in with SSO through the provider\'s pages and lands signed in', async () => {
+  it("a member signs in with SSO through the provider's pages and lands signed in", async () => {
     // The same settings as the form's, in case the test above was filtered out.
-    await setSso(server.db.kysely, server.config.secretKey, { allowPrivate: true }, orgId, {
-      issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, domains: 'sso-e2e.test', autoJoin: 'off', required: false,
-    }, OPERATOR, new Date());
+    await setSso(
+      server.db.kysely,
+      server.config.secretKey,
+      { allowPrivate: true },
+      orgId,
+      {
+        issuer: idp.issuer,
+        clientId: idp.clientId,
+        clientSecret: idp.clientSecret,
+        domains: 'sso-e2e.test',
+        autoJoin: 'off',
+        required: false,
+      },
+      OPERATOR,
+      new Date(),
+    );
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     await page.goto(`${server.url}/login`);

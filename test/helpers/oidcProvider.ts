@@ -115,7 +115,8 @@ export async function authorizeAt(jar: CookieJar, authorizationUrl: string, logi
     const body = await response.text();
     const prompt = /name="prompt" value="(\w+)"/.exec(body)?.[1];
     const action = /<form[^>]*action="([^"]+)"/.exec(body)?.[1];
-    if (response.status !== 200 || !prompt || !action) throw new Error(`unexpected provider page ${response.status} at ${url}: ${body.slice(0, 300)}`);
+    if (response.status !== 200 || !prompt || !action)
+      throw new Error(`unexpected provider page ${response.status} at ${url}: ${body.slice(0, 300)}`);
     const fields = new URLSearchParams({ prompt, ...(prompt === 'login' ? { login, password: 'any' } : {}) });
     const posted = await jar.fetch(new URL(action, url).href, {
       method: 'POST',

@@ -7,7 +7,11 @@ import { CookieJar, authorizeAt } from './oidcProvider.js';
 const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
 
 /** An operator command as a process, with what it is given on standard input; its exit code and output. */
-export function runCli(env: Record<string, string>, args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  env: Record<string, string>,
+  args: string[],
+  stdin = '',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -47,7 +51,12 @@ export async function ssoSignIn(
 }
 
 /** Signs in with the password form over HTTP; the jar then holds the session. */
-export async function passwordSignIn(base: string, email: string, password: string, jar = new CookieJar()): Promise<{ response: Response; jar: CookieJar }> {
+export async function passwordSignIn(
+  base: string,
+  email: string,
+  password: string,
+  jar = new CookieJar(),
+): Promise<{ response: Response; jar: CookieJar }> {
   const response = await jar.fetch(`${base}/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -56,4 +65,5 @@ export async function passwordSignIn(base: string, email: string, password: stri
   return { response, jar };
 }
 
-export const sessionCookieOf = (response: Response) => response.headers.getSetCookie().find((c) => c.startsWith('od_session=') && !c.startsWith('od_session=;'));
+export const sessionCookieOf = (response: Response) =>
+  response.headers.getSetCookie().find((c) => c.startsWith('od_session=') && !c.startsWith('od_session=;'));

@@ -107,7 +107,10 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
       const ssoOnly = await passwordRefusedBySso(db, holder.userId);
       if (ssoOnly) {
         await signInFailed(request, deps, { user: { id: holder.userId, email: holder.email }, method: 'password', reason: 'sso_required' });
-        return reply.code(403).type('text/html; charset=utf-8').send(loginPage({ email, next, alert: ssoOnly }));
+        return reply
+          .code(403)
+          .type('text/html; charset=utf-8')
+          .send(loginPage({ email, next, alert: ssoOnly }));
       }
       // Not forgiving the attempt only leaves one count too many: no reason to fail the sign-in.
       await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));

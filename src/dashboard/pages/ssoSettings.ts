@@ -42,10 +42,12 @@ export function ssoSection(
   return html`<section aria-labelledby="sso-heading" class="card">
     <h2 id="sso-heading">Single sign-on (OpenID Connect)</h2>
     <p>
-      ${settings
-        ? html`People with an email at <strong>${settings.domains.join(', ')}</strong> can sign in through
-            <strong>${settings.issuer}</strong>.`
-        : html`Not set up: everyone signs in with a password.`}
+      ${
+        settings
+          ? html`People with an email at <strong>${settings.domains.join(', ')}</strong> can sign in through
+              <strong>${settings.issuer}</strong>.`
+          : html`Not set up: everyone signs in with a password.`
+      }
     </p>
     <p>Register orgdata at your provider as a web application with this redirect URI:</p>
     <p><code id="sso-redirect-uri">${redirectUri}</code></p>
@@ -61,7 +63,9 @@ export function ssoSection(
         errors,
         required: !settings,
         autocomplete: 'new-password',
-        hint: settings ? 'Leave blank to keep the secret already saved. It is stored encrypted and never shown.' : 'Stored encrypted; never shown again.',
+        hint: settings
+          ? 'Leave blank to keep the secret already saved. It is stored encrypted and never shown.'
+          : 'Stored encrypted; never shown again.',
       })}
       ${field({ name: 'domains', label: 'Email domains', value: values.domains, errors, required: true, hint: 'Comma-separated, such as example.com, example.org.' })}
       <div class="field${errors?.auto_join ? ' has-error' : ''}">
@@ -72,17 +76,24 @@ export function ssoSection(
         ${errors?.auto_join ? html`<p class="error">${errors.auto_join}</p>` : ''}
       </div>
       <div class="field">
-        <label><input type="checkbox" name="require" value="yes" ${values.required ? html` checked` : ''} /> Require single sign-on for members</label>
-        <p class="hint">Members can no longer sign in with a password. Admins keep password + a second factor for when the provider is down.</p>
+        <label
+          ><input type="checkbox" name="require" value="yes" ${values.required ? html` checked` : ''} /> Require single sign-on for
+          members</label
+        >
+        <p class="hint">
+          Members can no longer sign in with a password. Admins keep password + a second factor for when the provider is down.
+        </p>
       </div>
       <button type="submit">Save single sign-on</button>
     </form>
-    ${settings
-      ? html`<form method="post" action="${SECURITY}/sso/remove" class="sso-remove">
-          ${csrf(session)}
-          <button type="submit" class="secondary">Remove single sign-on</button>
-        </form>`
-      : ''}
+    ${
+      settings
+        ? html`<form method="post" action="${SECURITY}/sso/remove" class="sso-remove">
+            ${csrf(session)}
+            <button type="submit" class="secondary">Remove single sign-on</button>
+          </form>`
+        : ''
+    }
   </section>`;
 }
 

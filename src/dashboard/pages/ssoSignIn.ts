@@ -55,7 +55,12 @@ export const ssoSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     const provider = orgId ? await ssoProviderOf(db, secret, orgId) : null;
     // One answer for every email without SSO (unknown domain, malformed, none): nothing to learn.
     if (!provider) {
-      return ssoPage(reply, 400, 'Single sign-on', 'Single sign-on is not set up for this email address. Sign in with your password instead.');
+      return ssoPage(
+        reply,
+        400,
+        'Single sign-on',
+        'Single sign-on is not set up for this email address. Sign in with your password instead.',
+      );
     }
     let authorization;
     try {
@@ -93,7 +98,9 @@ export const ssoSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     reply.clearCookie(SSO_COOKIE, { path: '/sso' });
     const challenge = await takeChallenge<SsoChallenge>(db, 'sso', token, now);
     if (!challenge || challenge.data.state !== text(request.query, 'state')) {
-      return refuse(new SsoRefused('bad_state', 'This sign-in has expired or was not started in this browser. Start again from the sign-in page.'));
+      return refuse(
+        new SsoRefused('bad_state', 'This sign-in has expired or was not started in this browser. Start again from the sign-in page.'),
+      );
     }
     const provider = await ssoProviderOf(db, secret, challenge.data.orgId);
     if (!provider) return refuse(new SsoRefused('sso_removed', 'Single sign-on is no longer set up for this organisation.'));
@@ -110,4 +117,3 @@ export const ssoSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     }
   });
 };
-

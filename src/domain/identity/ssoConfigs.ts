@@ -43,12 +43,22 @@ export interface IssuerPolicy {
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
 
 export function emailDomain(email: string): string {
-  return email.slice(email.lastIndexOf('@') + 1).trim().toLowerCase();
+  return email
+    .slice(email.lastIndexOf('@') + 1)
+    .trim()
+    .toLowerCase();
 }
 
 /** `a.com, B.com` → ['a.com', 'b.com']: lower-case, no duplicates, each a plausible host name. */
 export function parseDomains(text: string): string[] {
-  const domains = [...new Set(text.split(/[\s,]+/).map((d) => d.trim().toLowerCase().replace(/^@/, '')).filter(Boolean))];
+  const domains = [
+    ...new Set(
+      text
+        .split(/[\s,]+/)
+        .map((d) => d.trim().toLowerCase().replace(/^@/, ''))
+        .filter(Boolean),
+    ),
+  ];
   if (domains.length === 0) throw ValidationError.field('domains', 'must name at least one e-mail domain, such as example.com');
   const bad = domains.find((d) => !DOMAIN.test(d));
   if (bad) throw ValidationError.field('domains', `"${bad}" is not an e-mail domain such as example.com`);
@@ -130,7 +140,12 @@ export async function setSso(
     // Said plainly: an email must lead to one organisation, and which other one is not told.
     if (taken) throw ValidationError.field('domains', `${taken.domain} is already used for single sign-on by another organisation`);
     const existing = await trx.selectFrom('sso_configs').select('org_id').where('org_id', '=', orgId).executeTakeFirst();
-    const values = { issuer: checked.issuer, client_id: checked.clientId, auto_join: checked.autoJoin, required: input.required ? 'yes' : 'no' };
+    const values = {
+      issuer: checked.issuer,
+      client_id: checked.clientId,
+      auto_join: checked.autoJoin,
+      required: input.required ? 'yes' : 'no',
+    };
     if (existing) {
       await trx
         .updateTable('sso_configs')

@@ -58,7 +58,12 @@ async function userByEmail(db: Kysely<Database>, email: string) {
 }
 
 async function isMember(db: Kysely<Database>, orgId: string, userId: string): Promise<boolean> {
-  const row = await db.selectFrom('memberships').select('role').where('org_id', '=', orgId).where('user_id', '=', userId).executeTakeFirst();
+  const row = await db
+    .selectFrom('memberships')
+    .select('role')
+    .where('org_id', '=', orgId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
@@ -91,7 +96,12 @@ export async function resolveSsoUser(
   const person = known ? { id: known.id, email: known.email } : null;
   if (!email.includes('@')) throw new SsoRefused('no_email', 'The sign-in provider did not give an email address.', 403, person);
   if (!claims.emailVerified) {
-    throw new SsoRefused('unverified_email', 'The sign-in provider has not verified this email address, so it cannot sign you in.', 403, person);
+    throw new SsoRefused(
+      'unverified_email',
+      'The sign-in provider has not verified this email address, so it cannot sign you in.',
+      403,
+      person,
+    );
   }
   if (!provider.domains.includes(emailDomain(email))) {
     throw new SsoRefused('other_domain', "This email address is not in one of the organisation's single sign-on domains.", 403, person);
@@ -142,7 +152,10 @@ export async function resolveSsoUser(
     if (invitation) {
       await trx.updateTable('invitations').set({ accepted_at: at, accepted_by: userId }).where('id', '=', invitation.id).execute();
     }
-    await trx.insertInto('sso_identities').values({ issuer: claims.issuer, subject: claims.subject, user_id: userId, created_at: at }).execute();
+    await trx
+      .insertInto('sso_identities')
+      .values({ issuer: claims.issuer, subject: claims.subject, user_id: userId, created_at: at })
+      .execute();
     await recordMemberEvent(trx, [provider.orgId], 'member.joined', { object: 'member', id: userId, email, role }, cause(userId), now, {
       method: 'sso',
     });

@@ -38,7 +38,9 @@ export function guardedFetch(policy: IssuerPolicy) {
     new Headers(options.headers as ConstructorParameters<typeof Headers>[0]).forEach((value, key) => (headers[key] = value));
     const body = options.body === undefined || options.body === null ? null : Buffer.from(String(options.body));
     if (body) headers['content-length'] = String(body.length);
-    const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(OIDC_TIMEOUT_MS)]) : AbortSignal.timeout(OIDC_TIMEOUT_MS);
+    const signal = options.signal
+      ? AbortSignal.any([options.signal, AbortSignal.timeout(OIDC_TIMEOUT_MS)])
+      : AbortSignal.timeout(OIDC_TIMEOUT_MS);
     return new Promise<Response>((resolve, reject) => {
       const request = (secure ? https : http).request({
         protocol: url.protocol,

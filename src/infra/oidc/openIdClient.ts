@@ -25,7 +25,9 @@ export function openIdClient(policy: IssuerPolicy): OpenIdClient {
           [client.customFetch]: fetch as client.CustomFetch,
           timeout: OIDC_TIMEOUT_MS / 1000,
           // http:// issuers only with SSO_ALLOW_PRIVATE_ISSUERS (the guard refuses them otherwise).
-          execute: policy.allowPrivate ? [client.allowInsecureRequests, client.enableNonRepudiationChecks] : [client.enableNonRepudiationChecks],
+          execute: policy.allowPrivate
+            ? [client.allowInsecureRequests, client.enableNonRepudiationChecks]
+            : [client.enableNonRepudiationChecks],
         },
       );
       return config;
@@ -92,14 +94,17 @@ function guardRefusal(error: unknown): ValidationError | null {
   return null;
 }
 
-
 function unreachable(error: unknown): SsoRefused {
   const refused = guardRefusal(error);
   if (refused) {
     return new SsoRefused('issuer_refused', `The sign-in provider's address is not allowed: ${refused.errors[0]?.message ?? ''}`, 502);
   }
   const detail = error instanceof Error ? error.message : String(error);
-  return new SsoRefused('provider_unreachable', `The sign-in provider could not be reached (${detail.slice(0, 200)}). Try again later.`, 502);
+  return new SsoRefused(
+    'provider_unreachable',
+    `The sign-in provider could not be reached (${detail.slice(0, 200)}). Try again later.`,
+    502,
+  );
 }
 
 /** A failed exchange: the provider's own error, or an answer that did not pass the checks. */
