@@ -1,23 +1,22 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError } from './config.js';
 import { loadConfig } from './config/load.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
-import { isConnectionLost, isStatementTimeout } from './db/errors.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
-import { ServiceError, ValidationError } from './domain/errors.js';
+import { ValidationError } from './domain/errors.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
 import { listOrgMembers } from './domain/orgs/members.js';
 import { listOrgs, setPassword } from './domain/orgs/operator.js';
 import { checkSecretFingerprint } from './db/secretFingerprint.js';
 import { serveCommand } from './cli/serve.js';
 import { webhookCommand } from './cli/webhooks.js';
-import { OperatorError, required, UsageError } from './cli/operatorError.js';
+import { required, UsageError } from './cli/operatorError.js';
 import { withDb } from './cli/withDb.js';
 import { readNewPassword } from './cli/password.js';
 import { backupCommand, eraseCommand, restoreCommand } from './cli/dataCommands.js';
 import { showRequest } from './cli/requests.js';
 import { inviteCommand, resetLinkCommand } from './cli/identity.js';
+import { describeFailure } from './cli/failure.js';
 import { ssoCommand } from './cli/sso.js';
 import { exportCommand, importCommand, orgExportCommand } from './cli/exchange/commands.js';
 import { version } from './version.js';
@@ -271,7 +270,7 @@ run(argv).then(
     if (result) process.stdout.write((asJson ? JSON.stringify(result.json, null, 2) : result.text) + '\n');
   },
   (error: unknown) => {
-    const { code, message, exitCode } = describeFailure(error);
+    const { code, message, exitCode } = describeFailure(error, USAGE);
     if (asJson) {
       process.stdout.write(JSON.stringify({ error: { code, message } }) + '\n');
     } else {
@@ -280,33 +279,3 @@ run(argv).then(
     process.exit(exitCode);
   },
 );
-
-/**
- * What a failed command prints and exits with. Codes (`--json`: `{"error":{"code","message"}}`):
- * `usage` (exit 2); `configuration`; the domain's own codes (`invalid_request`, `not_found`,
- * `member_exists`, …); `database_busy` and `database_unavailable` (exit 75, EX_TEMPFAIL: nothing
- * was changed, run it again); `internal_error` for anything unforeseen.
- */
-function describeFailure(error: unknown): { code: string; message: string; exitCode: number } {
-  if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
-    return { code: 'usage', message: `${error.message}\n\n${USAGE}`, exitCode: 2 };
-  }
-  if (error instanceof ConfigError) return { code: 'configuration', message: `configuration error: ${error.message}`, exitCode: 1 };
-  if (error instanceof ValidationError) {
-    return { code: error.code, message: error.errors.map((e) => `${e.field}: ${e.message}`).join('\n'), exitCode: 1 };
-  }
-  if (error instanceof ServiceError || error instanceof OperatorError) return { code: error.code, message: error.message, exitCode: 1 };
-  if (isStatementTimeout(error)) {
-    return {
-      code: 'database_busy',
-      message:
-        'the database stayed busy (another process held its write lock) past the wait limit; nothing was changed, run the command again',
-      exitCode: 75,
-    };
-  }
-  if (isConnectionLost(error)) {
-    const detail = error instanceof Error ? ` (${error.message})` : '';
-    return { code: 'database_unavailable', message: `the database could not be reached${detail}; nothing was changed`, exitCode: 75 };
-  }
-  return { code: 'internal_error', message: error instanceof Error ? error.message : String(error), exitCode: 1 };
-}
