@@ -202,6 +202,33 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     expect((await setSso()).code).toBe(0);
   });
 
+  it("lets an invited newcomer join through SSO with the invitation's role, auto-join off, and uses the invitation up", async () => {
+    const { invite_url } = await cli<{ invite_url: string }>(env.env, [
+      'users',
+      'invite',
+      '--org',
+      orgId,
+      '--email',
+      'erin@acme.test',
+      '--role',
+      'admin',
+    ]);
+    const offer = await fetch(invite_url);
+    expect(await offer.text()).toContain('href="/sso/start?email=erin%40acme.test"');
+    idp.accounts.set('erin', { email: 'erin@acme.test', email_verified: true });
+    const erin = await ssoSignIn(base, 'erin@acme.test', 'erin');
+    expect(erin.response.status).toBe(303);
+    const erinId = await userId('erin@acme.test');
+    const membership = await db.kysely
+      .selectFrom('memberships')
+      .select('role')
+      .where('user_id', '=', erinId!)
+      .where('org_id', '=', orgId)
+      .execute();
+    expect(membership).toEqual([{ role: 'admin' }]);
+    expect((await fetch(invite_url)).status).toBe(410);
+  });
+
   it('refuses a tampered state, a tampered nonce, a replayed callback and a callback from another browser', async () => {
     const aliceId = await userId('alice@acme.test');
     const signIns = async () => (await events('member.signed_in')).filter((e) => e.subject_id === aliceId).length;

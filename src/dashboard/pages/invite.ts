@@ -61,8 +61,9 @@ function invitePage(
 export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, secret, secureCookies, signInThrottle } = deps;
   const show = async (request: FastifyRequest, reply: FastifyReply, offer: InvitationOffer, token: string, status: number, extra = {}) => {
-    // An invited email in the organisation's SSO domains may join through the provider instead.
-    const sso = (await ssoOrgForEmail(db, offer.email)) === offer.orgId;
+    // An invited email in the organisation's SSO domains may join through the provider instead
+    // (not an existing account: SSO never joins one, see domain/identity/ssoSignIn.ts).
+    const sso = !offer.hasAccount && (await ssoOrgForEmail(db, offer.email)) === offer.orgId;
     return reply
       .code(status)
       .type('text/html; charset=utf-8')

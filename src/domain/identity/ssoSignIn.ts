@@ -113,6 +113,8 @@ export async function resolveSsoUser(
       await db
         .insertInto('sso_identities')
         .values({ issuer: claims.issuer, subject: claims.subject, user_id: known.id, created_at: nowIso(now) })
+        // Two first sign-ins of the same person racing: the link is the same, once.
+        .onConflict((conflict) => conflict.columns(['issuer', 'subject']).doNothing())
         .execute();
     }
     return { userId: known.id, email: known.email };
