@@ -14,6 +14,7 @@ import type { DependencyHealth } from './infra/health.js';
 import { sqliteDataVersionGuard } from './infra/keyCache/sqliteGuard.js';
 import { ServiceMetrics } from './infra/metrics.js';
 import { MemorySignInThrottle } from './infra/signInThrottle/memorySignInThrottle.js';
+import { openIdClient } from './infra/oidc/openIdClient.js';
 import { dashboard, notFoundPage } from './dashboard/plugin.js';
 import type { SignInThrottle } from './dashboard/signInThrottle.js';
 import { authenticatedApi } from './http/api.js';
@@ -259,6 +260,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     countSignIn: metrics ? (method, result) => metrics.signIn(method, result) : () => {},
     reauthMinutes: config.reauthMinutes,
     ssoAllowPrivateIssuers: config.ssoAllowPrivateIssuers,
+    oidc: openIdClient({ allowPrivate: config.ssoAllowPrivateIssuers }),
   });
   await app.register(docsRoutes, { openApi });
   // The request log's rows are written in batches; what is left is written when the app closes

@@ -4,7 +4,6 @@ import { loadConfig } from './config/load.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
 import { ValidationError } from './domain/errors.js';
-import { describeFailure } from './cli/failure.js';
 import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
 import { listOrgMembers } from './domain/orgs/members.js';
 import { listOrgs, setPassword } from './domain/orgs/operator.js';
@@ -18,6 +17,8 @@ import { backupCommand, eraseCommand, restoreCommand } from './cli/dataCommands.
 import { showRequest } from './cli/requests.js';
 import { inviteCommand, resetLinkCommand } from './cli/identity.js';
 import { orgPolicyCommand } from './cli/orgPolicy.js';
+import { describeFailure } from './cli/failure.js';
+import { ssoCommand } from './cli/sso.js';
 import { exportCommand, importCommand, orgExportCommand } from './cli/exchange/commands.js';
 import { version } from './version.js';
 
@@ -42,6 +43,10 @@ const USAGE = `orgdata — operator commands (every command takes --json)
                                      an invitation link (mailed too when SMTP_URL is set)
   orgdata users reset-link --org ORG_ID --email EMAIL
                                      a password reset link for a member, to pass on
+  orgdata sso set --org ORG_ID --issuer URL --client-id ID --domains a.com[,b.com] [--auto-join member|off] [--require]
+                                     single sign-on (OpenID Connect); reads the client secret from standard input
+  orgdata sso show|remove --org ORG_ID
+                                     the settings and redirect URI (never the secret); removing it
   orgdata keys create --org ORG_ID --admin-email EMAIL --name NAME --scopes a,b [--expires-days N | --never]
   orgdata keys list --org ORG_ID
   orgdata keys revoke --org ORG_ID KEY_ID
@@ -83,6 +88,11 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       to: { type: 'string' },
       from: { type: 'string' },
       'require-2fa': { type: 'string' },
+      issuer: { type: 'string' },
+      'client-id': { type: 'string' },
+      domains: { type: 'string' },
+      'auto-join': { type: 'string' },
+      require: { type: 'boolean' },
     },
   });
   const [group, action, ...rest] = positionals;
@@ -139,6 +149,10 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       return orgPolicyCommand(config, values);
     case 'users reset-link':
       return resetLinkCommand(config, values);
+    case 'sso set':
+    case 'sso show':
+    case 'sso remove':
+      return ssoCommand(config, action!, values);
     case 'org create': {
       const result = await withDb(config, (db) =>
         createOrg(db.kysely, {

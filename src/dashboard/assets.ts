@@ -17,7 +17,7 @@ main{max-width:72rem;margin:0 auto;padding:1.5rem}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}th,td{text-align:left;padding:.5rem .6rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.8rem;text-transform:uppercase;color:var(--muted);font-weight:600;background:var(--bg)}
 .field{margin:.6rem 0;display:flex;flex-direction:column;gap:.2rem;max-width:32rem}
-label{font-weight:600;font-size:.9rem}input[type=text],input[type=email],input[type=password],input[type=number],input[type=search],select,textarea{font:inherit;padding:.4rem .55rem;border:1px solid var(--line);border-radius:6px;background:#fff}
+label{font-weight:600;font-size:.9rem}input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],input[type=search],select,textarea{font:inherit;padding:.4rem .55rem;border:1px solid var(--line);border-radius:6px;background:#fff}
 textarea{min-height:5rem}.has-error input,.has-error textarea,.has-error select{border-color:var(--danger)}
 .error{color:var(--danger);font-size:.85rem;margin:0}.hint{color:var(--muted);font-size:.85rem;margin:0}
 button,.button{font:inherit;font-weight:600;padding:.4rem .9rem;border-radius:6px;border:1px solid #1f883d;background:#1f883d;color:#fff;cursor:pointer;text-decoration:none;display:inline-block}
@@ -32,7 +32,7 @@ button.secondary,.button.secondary{background:#f6f8fa;color:var(--fg);border-col
 .checks legend{font-weight:600;font-size:.9rem;margin-bottom:.3rem}.checks label{font-weight:400}
 .pager{display:flex;gap:.5rem;margin-top:.5rem}.bulk{border:1px solid var(--line);border-radius:6px;padding:.4rem .9rem .6rem;margin:.5rem 0}.bulk legend{font-weight:600;font-size:.9rem}.check{font-weight:400;display:block;margin-top:.5rem}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .card{border:1px solid var(--line);border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}
-.login{max-width:24rem;margin:4rem auto}.login h1{text-align:center}
+.login{max-width:24rem;margin:4rem auto}.login h1{text-align:center}.login .sso{margin-top:1.5rem;border-top:1px solid var(--line);padding-top:.5rem}.sso-remove{margin-top:1rem}
 .card>h2:first-child{margin-top:0}.upload-status{margin:0;align-self:center}.upload-status:empty{display:none}
 pre.example{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.6rem .9rem;overflow-x:auto}
 dl.counts{display:grid;grid-template-columns:max-content max-content;gap:.2rem 1rem}dl.counts dt{font-weight:600}dl.counts dd{margin:0}

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { FileDeps } from '../domain/files/files.js';
 import type { IdentityDeps } from '../domain/identity/mailer.js';
+import type { OpenIdClient } from '../domain/identity/ssoSignIn.js';
 import type { UrlPolicy } from '../domain/webhooks/urlGuard.js';
 import type { SignInThrottle } from './signInThrottle.js';
 
@@ -27,4 +28,6 @@ export interface DashboardDeps {
   reauthMinutes: number;
   /** SSO_ALLOW_PRIVATE_ISSUERS: development and tests only. */
   ssoAllowPrivateIssuers: boolean;
+  /** The OpenID Connect relying party of single sign-on (infra/oidc). */
+  oidc: OpenIdClient;
 }

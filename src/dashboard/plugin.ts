@@ -33,6 +33,8 @@ import { memberSecurityPages } from './pages/memberSecurity.js';
 import { reauthPages } from './pages/reauth.js';
 import { securityPages } from './pages/security.js';
 import { requireTwoFactorEnrolment } from './twoFactorGate.js';
+import { ssoSignInPages } from './pages/ssoSignIn.js';
+import { ssoSettingsPages } from './pages/ssoSettings.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
@@ -122,12 +124,17 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     countSignIn: options.countSignIn,
     reauthMinutes: options.reauthMinutes,
     ssoAllowPrivateIssuers: options.ssoAllowPrivateIssuers,
+    oidc: options.oidc,
   };
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
 
   app.addHook('onSend', async (_request, reply, payload) => {
-    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) setPageHeaders(reply);
+    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {
+      // A page may have loosened its own policy (the sign-in page's SSO form: see ssoForm.ts).
+      const own = reply.getHeader('content-security-policy');
+      setPageHeaders(reply, typeof own === 'string' ? own : undefined);
+    }
     return payload;
   });
   app.setErrorHandler(errorPage);
@@ -156,6 +163,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   await app.register(passwordResetPages, deps);
   await app.register(passkeySignInPages, deps);
   await app.register(twoFactorSignInPages, deps);
+  await app.register(ssoSignInPages, deps);
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {
@@ -184,6 +192,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     await pages.register(memberSecurityPages, deps);
     await pages.register(reauthPages, deps);
     await pages.register(securityPages, deps);
+    await pages.register(ssoSettingsPages, deps);
     await pages.register(developerPages, deps);
     await pages.register(webhookPages, deps);
     await pages.register(requestLogPages, deps);

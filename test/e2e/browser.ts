@@ -90,7 +90,7 @@ export function watchConsole(page: Page, into: string[]): void {
 
 export async function signInAs(page: Page, base: string, email: string, password: string): Promise<void> {
   await page.goto(`${base}/login`);
-  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Email', { exact: true }).fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.waitForURL(`${base}/contacts`);

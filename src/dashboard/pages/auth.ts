@@ -12,6 +12,8 @@ import { beginPendingSignIn } from './twoFactorSignIn.js';
 
 export { safeNext };
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { passwordRefusedBySso } from '../../domain/identity/ssoSignIn.js';
+import { signInPageCsp, ssoForm } from './ssoForm.js';
 
 function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string; notice?: string | null }): string {
   return page({
@@ -33,12 +35,17 @@ function loginPage(options: { email?: string; errors?: FieldErrors; alert?: stri
       </div>
       <script src="/assets/passkeys.js" defer></script>
       <p><a href="/forgot-password">Forgot your password?</a></p>
+      ${ssoForm()}
     </div>`,
   });
 }
 
 export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, signInThrottle } = deps;
+  const csp = signInPageCsp(deps.ssoAllowPrivateIssuers);
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.header('content-security-policy', csp);
+  });
   app.get('/login', async (request, reply) => {
     const next = text(request.query, 'next');
     return reply.type('text/html; charset=utf-8').send(loginPage({ next, notice: takeFlash(request, reply) }));
@@ -81,6 +88,15 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     }
     try {
       const holder = await checkPassword(db, email, password);
+      // Single sign-on required by one of the person's organisations (IDENTITY.md, `--require`).
+      const ssoOnly = await passwordRefusedBySso(db, holder.userId);
+      if (ssoOnly) {
+        await signInFailed(request, deps, { user: { id: holder.userId, email: holder.email }, method: 'password', reason: 'sso_required' });
+        return reply
+          .code(403)
+          .type('text/html; charset=utf-8')
+          .send(loginPage({ email, next, alert: ssoOnly }));
+      }
       // Not forgiving the attempt only leaves one count too many: no reason to fail the sign-in.
       await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
       // A second factor is asked before any session exists: until then, only a pending sign-in.

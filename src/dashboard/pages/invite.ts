@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnauthorizedError, UnavailableError, ValidationError } from '../../domain/errors.js';
 import { acceptInvitation, findInvitation, type InvitationOffer } from '../../domain/identity/invitationAcceptance.js';
+import { ssoOrgForEmail } from '../../domain/identity/ssoConfigs.js';
 import { flash, originOf, text } from '../context.js';
 import { finishSignIn } from '../signIns.js';
 import { checkFormToken, formToken } from '../formGuard.js';
@@ -10,7 +11,12 @@ import type { DashboardDeps } from '../dashboardDeps.js';
 import { formField, linkGone } from './linkGone.js';
 import { beginPendingSignIn } from './twoFactorSignIn.js';
 
-function invitePage(offer: InvitationOffer, token: string, csrfToken: string, options: { errors?: FieldErrors; alert?: string } = {}) {
+function invitePage(
+  offer: InvitationOffer,
+  token: string,
+  csrfToken: string,
+  options: { errors?: FieldErrors; alert?: string; sso?: boolean } = {},
+) {
   const role = offer.role === 'admin' ? 'an admin' : 'a member';
   return page({
     title: `Join ${offer.orgName}`,
@@ -39,6 +45,12 @@ function invitePage(offer: InvitationOffer, token: string, csrfToken: string, op
                 })} <button type="submit">Join ${offer.orgName}</button>`
         }
       </form>
+      ${
+        options.sso
+          ? html`<p>Your organisation signs in with single sign-on:</p>
+              <p><a class="button secondary" href="/sso/start?email=${encodeURIComponent(offer.email)}">Join with SSO</a></p>`
+          : ''
+      }
     </div>`,
   });
 }
@@ -49,11 +61,15 @@ function invitePage(offer: InvitationOffer, token: string, csrfToken: string, op
  */
 export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, secret, secureCookies, signInThrottle } = deps;
-  const show = (request: FastifyRequest, reply: FastifyReply, offer: InvitationOffer, token: string, status: number, extra = {}) =>
-    reply
+  const show = async (request: FastifyRequest, reply: FastifyReply, offer: InvitationOffer, token: string, status: number, extra = {}) => {
+    // An invited email in the organisation's SSO domains may join through the provider instead
+    // (not an existing account: SSO never joins one, see domain/identity/ssoSignIn.ts).
+    const sso = !offer.hasAccount && (await ssoOrgForEmail(db, offer.email)) === offer.orgId;
+    return reply
       .code(status)
       .type('text/html; charset=utf-8')
-      .send(invitePage(offer, token, formToken(request, reply, secret, secureCookies), extra));
+      .send(invitePage(offer, token, formToken(request, reply, secret, secureCookies), { ...extra, sso }));
+  };
 
   app.get<{ Params: { token: string } }>('/invite/:token', async (request, reply) => {
     const offer = await findInvitation(db, request.params.token, new Date());

@@ -3,6 +3,7 @@ import { ForbiddenError } from '../../domain/errors.js';
 import { countChallengeFailure, findChallenge } from '../../domain/identity/challenges.js';
 import { PENDING_SIGN_IN_ATTEMPTS } from '../../domain/identity/pendingSignIns.js';
 import { finishAssertion, PasskeyRefused, startAssertion } from '../../domain/identity/webauthn.js';
+import { passwordRefusedBySso } from '../../domain/identity/ssoSignIn.js';
 import { answer, endCeremony, jsonBody, jsonEndpoint, relyingPartyOf, startCeremony, str } from '../passkeyRequests.js';
 import { finishSignIn, signInFailed } from '../signIns.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
@@ -66,6 +67,17 @@ export const passkeySignInPages: FastifyPluginAsync<DashboardDeps> = async (app,
         );
       } catch (error) {
         return refused(request, reply, 'passkey', error);
+      }
+      // An organisation that requires single sign-on lets its members in only through it (admins
+      // keep their own way in: a passkey is one, being two factors).
+      const ssoOnly = await passwordRefusedBySso(db, asserted.userId);
+      if (ssoOnly) {
+        await signInFailed(request, deps, {
+          user: { id: asserted.userId, email: asserted.email },
+          method: 'passkey',
+          reason: 'sso_required',
+        });
+        return answer(reply, 403, ssoOnly);
       }
       try {
         await finishSignIn(request, reply, deps, { userId: asserted.userId, email: asserted.email, method: 'passkey' });

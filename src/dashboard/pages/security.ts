@@ -3,12 +3,14 @@ import type { TwoFactorPolicy } from '../../db/schema.js';
 import { ValidationError } from '../../domain/errors.js';
 import { hasSecondFactor } from '../../domain/identity/totp.js';
 import { setTwoFactorPolicy, twoFactorPolicyOf } from '../../domain/identity/twoFactorPolicy.js';
+import { ssoSettingsOf } from '../../domain/identity/ssoConfigs.js';
 import { adminOnly, flash, requireAdmin, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { requireRecentAuthentication } from '../reauth.js';
 import { causeOf } from '../signIns.js';
+import { ssoSection } from './ssoSettings.js';
 
 export const SECURITY = '/settings/security';
 
@@ -63,7 +65,11 @@ export const securityPages: FastifyPluginAsync<DashboardDeps> = async (app, deps
 
   async function securityPage(request: FastifyRequest, reply: FastifyReply, status: number, error?: string) {
     const session = request.session!;
-    const [policy, protectedSelf] = await Promise.all([twoFactorPolicyOf(db, session.orgId), hasSecondFactor(db, session.userId)]);
+    const [policy, protectedSelf, sso] = await Promise.all([
+      twoFactorPolicyOf(db, session.orgId),
+      hasSecondFactor(db, session.userId),
+      ssoSettingsOf(db, session.orgId),
+    ]);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -90,7 +96,7 @@ export const securityPages: FastifyPluginAsync<DashboardDeps> = async (app, deps
               }
               ${error ? html`<div class="alert" role="alert">${error}</div>` : ''} ${policyForm(request, policy.require_two_factor, error)}
             </section>
-            ${/* INTEGRATION: the single sign-on section (pages/ssoSettings.ts) goes here. */ ''}`,
+            ${ssoSection(session, sso, `${deps.identity.publicUrl}/sso/callback`)}`,
         }),
       );
   }

@@ -1,0 +1,119 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { createChallenge, takeChallenge } from '../../domain/identity/challenges.js';
+import { ssoOrgForEmail, ssoProviderOf } from '../../domain/identity/ssoConfigs.js';
+import { resolveSsoUser, SsoRefused } from '../../domain/identity/ssoSignIn.js';
+import { text } from '../context.js';
+import { html } from '../html.js';
+import { page } from '../layout.js';
+import { causeOf, finishSignIn, signInFailed } from '../signIns.js';
+import type { DashboardDeps } from '../dashboardDeps.js';
+import { safeNext } from './auth.js';
+
+/** The browser's half of an SSO sign-in in progress: the challenge token (state, nonce, PKCE verifier). */
+export const SSO_COOKIE = 'od_sso';
+const SSO_TTL_MS = 10 * 60_000;
+
+interface SsoChallenge {
+  orgId: string;
+  state: string;
+  nonce: string;
+  verifier: string;
+  next: string;
+}
+
+function ssoPage(reply: FastifyReply, status: number, title: string, message: string) {
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .send(
+      page({
+        title,
+        session: null,
+        body: html`<div class="login card">
+          <h1>${title}</h1>
+          <div class="alert" role="alert">${message}</div>
+          <p><a href="/login">Back to sign in</a></p>
+        </div>`,
+      }),
+    );
+}
+
+/**
+ * `GET /sso/start?email=…` and `GET /sso/callback` (IDENTITY.md "Single sign-on"). The start finds
+ * the organisation by the email's domain and sends the browser to its provider; the state, nonce
+ * and PKCE verifier wait in an `sso` challenge (10 minutes, single use) named by the `od_sso`
+ * cookie. The callback takes that challenge (a replayed callback URL finds none), has the
+ * provider's answer checked (infra/oidc), and decides who that is (domain/identity/ssoSignIn.ts).
+ */
+export const ssoSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, secret, oidc } = deps;
+  const redirectUri = `${deps.identity.publicUrl}/sso/callback`;
+
+  app.get('/sso/start', async (request, reply) => {
+    const email = text(request.query, 'email').trim();
+    const orgId = email.length <= 320 ? await ssoOrgForEmail(db, email) : null;
+    const provider = orgId ? await ssoProviderOf(db, secret, orgId) : null;
+    // One answer for every email without SSO (unknown domain, malformed, none): nothing to learn.
+    if (!provider) {
+      return ssoPage(
+        reply,
+        400,
+        'Single sign-on',
+        'Single sign-on is not set up for this email address. Sign in with your password instead.',
+      );
+    }
+    let authorization;
+    try {
+      authorization = await oidc.begin(provider, redirectUri);
+    } catch (error) {
+      if (!(error instanceof SsoRefused)) throw error;
+      request.log.warn({ err: error, orgId }, 'sso: provider not reachable at start');
+      return ssoPage(reply, error.status, 'Single sign-on unavailable', error.message);
+    }
+    const challenge: SsoChallenge = {
+      orgId: provider.orgId,
+      state: authorization.state,
+      nonce: authorization.nonce,
+      verifier: authorization.verifier,
+      next: safeNext(text(request.query, 'next')),
+    };
+    const token = await createChallenge(db, 'sso', null, challenge, SSO_TTL_MS, new Date());
+    reply.setCookie(SSO_COOKIE, token, {
+      path: '/sso',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: deps.secureCookies,
+      maxAge: SSO_TTL_MS / 1000,
+    });
+    return reply.redirect(authorization.url, 303);
+  });
+
+  app.get('/sso/callback', async (request, reply) => {
+    const refuse = async (error: SsoRefused) => {
+      await signInFailed(request, deps, { user: error.user, method: 'sso', reason: error.reason });
+      return ssoPage(reply, error.status, 'Sign-in refused', error.message);
+    };
+    const now = new Date();
+    const token = request.cookies[SSO_COOKIE];
+    reply.clearCookie(SSO_COOKIE, { path: '/sso' });
+    const challenge = await takeChallenge<SsoChallenge>(db, 'sso', token, now);
+    if (!challenge || challenge.data.state !== text(request.query, 'state')) {
+      return refuse(
+        new SsoRefused('bad_state', 'This sign-in has expired or was not started in this browser. Start again from the sign-in page.'),
+      );
+    }
+    const provider = await ssoProviderOf(db, secret, challenge.data.orgId);
+    if (!provider) return refuse(new SsoRefused('sso_removed', 'Single sign-on is no longer set up for this organisation.'));
+    const callbackUrl = new URL(redirectUri);
+    callbackUrl.search = new URL(request.url, 'http://orgdata.invalid').search;
+    try {
+      const claims = await oidc.finish(provider, callbackUrl, challenge.data);
+      const who = await resolveSsoUser(db, provider, claims, (userId) => causeOf(request, userId), now);
+      await finishSignIn(request, reply, deps, { userId: who.userId, email: who.email, orgId: provider.orgId, method: 'sso' });
+      return reply.redirect(challenge.data.next, 303);
+    } catch (error) {
+      if (!(error instanceof SsoRefused)) throw error;
+      return refuse(error);
+    }
+  });
+};

@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import type { ServerEnv } from './serverProcess.js';
+import { CookieJar, authorizeAt } from './oidcProvider.js';
+
+const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
+
+/** An operator command as a process, with what it is given on standard input; its exit code and output. */
+export function runCli(
+  env: Record<string, string>,
+  args: string[],
+  stdin = '',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
+/** The server's database, opened beside it for checks. */
+export function databaseOf(env: ServerEnv): Db {
+  return openDatabase({ databaseUrl: env.env.DATABASE_URL ?? null, dataDir: env.env.DATA_DIR! });
+}
+
+/**
+ * One SSO sign-in as a browser makes it: `/sso/start?email=…`, the provider's pages (logging in
+ * as `login`), then the callback. `tamper` may change the authorization URL on its way to the
+ * provider. Returns the callback's response (not followed) and its URL.
+ */
+export async function ssoSignIn(
+  base: string,
+  email: string,
+  login: string,
+  options: { jar?: CookieJar; tamper?: (url: URL) => void } = {},
+): Promise<{ response: Response; callbackUrl: string; jar: CookieJar }> {
+  const jar = options.jar ?? new CookieJar();
+  const start = await jar.fetch(`${base}/sso/start?email=${encodeURIComponent(email)}`);
+  if (start.status !== 303) throw new Error(`/sso/start answered ${start.status}: ${(await start.text()).slice(0, 500)}`);
+  const authorization = new URL(start.headers.get('location')!);
+  options.tamper?.(authorization);
+  const callbackUrl = await authorizeAt(jar, authorization.href, login, `${base}/sso/callback`);
+  const response = await jar.fetch(callbackUrl);
+  return { response, callbackUrl, jar };
+}
+
+/** Signs in with the password form over HTTP; the jar then holds the session. */
+export async function passwordSignIn(
+  base: string,
+  email: string,
+  password: string,
+  jar = new CookieJar(),
+): Promise<{ response: Response; jar: CookieJar }> {
+  const response = await jar.fetch(`${base}/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ email, password, next: '' }).toString(),
+  });
+  return { response, jar };
+}
+
+export const sessionCookieOf = (response: Response) =>
+  response.headers.getSetCookie().find((c) => c.startsWith('od_session=') && !c.startsWith('od_session=;'));

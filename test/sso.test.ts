@@ -1,0 +1,318 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../src/db/database.js';
+import { DIALECTS } from './helpers/harness.js';
+import { CookieJar, startProvider, type TestProvider } from './helpers/oidcProvider.js';
+import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+
+const PASSWORD = 'correct horse battery';
+
+/**
+ * Single sign-on against a real OpenID provider (oidc-provider on localhost) and a real server
+ * process over HTTP: the provider's pages are driven as a browser would, with cookies.
+ */
+describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) => {
+  let env: ServerEnv;
+  let server: ServerProcess;
+  let idp: TestProvider;
+  let db: Db;
+  let orgId = '';
+  let base = '';
+
+  const setSso = (extra: string[] = [], secret = idp.clientSecret) =>
+    runCli(
+      env.env,
+      [
+        'sso',
+        'set',
+        '--org',
+        orgId,
+        '--issuer',
+        idp.issuer,
+        '--client-id',
+        idp.clientId,
+        '--domains',
+        'acme.test,ACME-two.test',
+        ...extra,
+        '--json',
+      ],
+      `${secret}\n`,
+    );
+  const events = (type: string) =>
+    db.kysely.selectFrom('events').select(['type', 'data', 'subject_id']).where('org_id', '=', orgId).where('type', '=', type).execute();
+  const userId = async (email: string) =>
+    (await db.kysely.selectFrom('users').select('id').where('email_lower', '=', email).executeTakeFirst())?.id;
+
+  beforeAll(async () => {
+    env = await serverEnv(dialect, { SSO_ALLOW_PRIVATE_ISSUERS: 'true' });
+    env.env.PUBLIC_URL = env.url;
+    base = env.url;
+    idp = await startProvider(`${base}/sso/callback`);
+    server = await startServerProcess(env);
+    db = databaseOf(env);
+    orgId = (
+      await cli<{ org: { id: string } }>(env.env, [
+        'org',
+        'create',
+        '--name',
+        'Acme',
+        '--admin-email',
+        'boss@acme.test',
+        '--admin-password',
+        PASSWORD,
+      ])
+    ).org.id;
+    for (const email of ['alice@acme.test', 'carol@acme.test']) {
+      await cli(env.env, ['users', 'add', '--org', orgId, '--email', email, '--password', PASSWORD, '--role', 'member']);
+    }
+    idp.accounts.set('alice', { email: 'alice@acme.test', email_verified: true });
+    idp.accounts.set('carol', { email: 'carol@acme.test', email_verified: false });
+    idp.accounts.set('dave', { email: 'dave@elsewhere.test', email_verified: true });
+    idp.accounts.set('bob', { email: 'bob@acme.test', email_verified: true });
+    idp.accounts.set('boss', { email: 'boss@acme.test', email_verified: true });
+  }, 180_000);
+  afterAll(async () => {
+    await db?.close();
+    server?.child.kill('SIGTERM');
+    await server?.exited;
+    await idp?.close();
+    await env?.dispose();
+  });
+
+  it('sets SSO by the CLI with the secret from standard input, never shows it, and stores it sealed', async () => {
+    const empty = await setSso([], '');
+    expect(empty.code).toBe(1);
+    expect(JSON.parse(empty.stdout).error.code).toBe('invalid_request');
+    expect(empty.stdout).toContain('client_secret');
+
+    const set = await setSso();
+    expect(set.code, set.stderr + set.stdout).toBe(0);
+    const out = JSON.parse(set.stdout);
+    expect(out).toMatchObject({
+      configured: true,
+      issuer: idp.issuer,
+      client_id: idp.clientId,
+      domains: ['acme-two.test', 'acme.test'],
+      auto_join: 'off',
+      required: false,
+    });
+    expect(out.redirect_uri).toBe(`${base}/sso/callback`);
+    expect(set.stdout).not.toContain(idp.clientSecret);
+
+    const shown = await runCli(env.env, ['sso', 'show', '--org', orgId]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(`${base}/sso/callback`);
+    expect(shown.stdout).toContain(idp.issuer);
+    expect(shown.stdout).not.toContain(idp.clientSecret);
+
+    const row = await db.kysely.selectFrom('sso_configs').selectAll().where('org_id', '=', orgId).executeTakeFirstOrThrow();
+    expect(row.client_secret_sealed).not.toContain(idp.clientSecret);
+    expect(row.client_secret_sealed).not.toContain(Buffer.from(idp.clientSecret).toString('base64').slice(0, 20));
+    expect((await events('security.sso_set')).length).toBeGreaterThan(0);
+  });
+
+  it('refuses an http or private issuer without SSO_ALLOW_PRIVATE_ISSUERS, and a domain another organisation uses', async () => {
+    const strict = { ...env.env, SSO_ALLOW_PRIVATE_ISSUERS: 'false' };
+    for (const issuer of [idp.issuer, 'https://127.0.0.1:8443', 'https://localhost']) {
+      const r = await runCli(
+        strict,
+        ['sso', 'set', '--org', orgId, '--issuer', issuer, '--client-id', 'x', '--domains', 'acme.test', '--json'],
+        'secret\n',
+      );
+      expect(r.code, issuer).toBe(1);
+      const error = JSON.parse(r.stdout).error;
+      expect(error.code).toBe('invalid_request');
+      expect(error.message).toMatch(/^issuer: /);
+    }
+    const other = (
+      await cli<{ org: { id: string } }>(env.env, [
+        'org',
+        'create',
+        '--name',
+        'Other',
+        '--admin-email',
+        'o@other.test',
+        '--admin-password',
+        PASSWORD,
+      ])
+    ).org.id;
+    const taken = await runCli(
+      env.env,
+      ['sso', 'set', '--org', other, '--issuer', idp.issuer, '--client-id', 'x', '--domains', 'other.test, Acme.test', '--json'],
+      's\n',
+    );
+    expect(taken.code).toBe(1);
+    expect(JSON.parse(taken.stdout).error.message).toContain('acme.test is already used for single sign-on by another organisation');
+    // The settings of the first organisation are untouched.
+    expect(JSON.parse((await runCli(env.env, ['sso', 'show', '--org', orgId, '--json'])).stdout).client_id).toBe(idp.clientId);
+  });
+
+  it('signs a member in through the provider, links iss+sub, and keeps the link when the email changes at the provider', async () => {
+    const { response } = await ssoSignIn(base, 'Alice@ACME.test', 'alice');
+    expect(response.status, await response.clone().text()).toBe(303);
+    expect(response.headers.get('location')).toBe('/contacts');
+    expect(sessionCookieOf(response)).toBeDefined();
+    const alice = await userId('alice@acme.test');
+    const link = await db.kysely.selectFrom('sso_identities').selectAll().where('user_id', '=', alice!).execute();
+    expect(link).toMatchObject([{ issuer: idp.issuer, subject: 'alice' }]);
+    const signedIn = (await events('member.signed_in')).filter((e) => e.subject_id === alice);
+    expect(signedIn.map((e) => JSON.parse(e.data).method)).toContain('sso');
+
+    idp.accounts.set('alice', { email: 'alice.renamed@acme.test', email_verified: true });
+    const again = await ssoSignIn(base, 'alice@acme.test', 'alice');
+    expect(again.response.status).toBe(303);
+    const page = await again.jar.fetch(`${base}/settings/account`);
+    expect(await page.text()).toContain('alice@acme.test');
+    expect(await userId('alice.renamed@acme.test')).toBeUndefined();
+    idp.accounts.set('alice', { email: 'alice@acme.test', email_verified: true });
+  });
+
+  it('refuses an unverified email, another domain and, without auto-join, a person with no membership: no session, in Activity', async () => {
+    const carol = await ssoSignIn(base, 'carol@acme.test', 'carol');
+    expect(carol.response.status).toBe(403);
+    expect(sessionCookieOf(carol.response)).toBeUndefined();
+    expect(await carol.response.text()).toContain('not verified');
+    const carolId = await userId('carol@acme.test');
+    const failures = (await events('member.sign_in_failed')).filter((e) => e.subject_id === carolId).map((e) => JSON.parse(e.data));
+    expect(failures).toContainEqual(expect.objectContaining({ method: 'sso', reason: 'unverified_email' }));
+
+    const dave = await ssoSignIn(base, 'someone@acme.test', 'dave');
+    expect(dave.response.status).toBe(403);
+    expect(sessionCookieOf(dave.response)).toBeUndefined();
+    expect(await dave.response.text()).toContain('not in one of the organisation');
+
+    const bob = await ssoSignIn(base, 'bob@acme.test', 'bob');
+    expect(bob.response.status).toBe(403);
+    expect(await bob.response.text()).toContain('ask an admin for an invitation');
+    expect(sessionCookieOf(bob.response)).toBeUndefined();
+    expect(await userId('bob@acme.test')).toBeUndefined();
+  });
+
+  it('with auto-join, makes a newcomer a member with no usable password', async () => {
+    expect((await setSso(['--auto-join', 'member'])).code).toBe(0);
+    const bob = await ssoSignIn(base, 'bob@acme.test', 'bob');
+    expect(bob.response.status).toBe(303);
+    expect(sessionCookieOf(bob.response)).toBeDefined();
+    const bobId = await userId('bob@acme.test');
+    const membership = await db.kysely.selectFrom('memberships').selectAll().where('user_id', '=', bobId!).execute();
+    expect(membership).toMatchObject([{ org_id: orgId, role: 'member' }]);
+    for (const guess of ['', 'password', PASSWORD]) {
+      expect((await passwordSignIn(base, 'bob@acme.test', guess || 'x')).response.status).not.toBe(303);
+    }
+    expect((await setSso()).code).toBe(0);
+  });
+
+  it("lets an invited newcomer join through SSO with the invitation's role, auto-join off, and uses the invitation up", async () => {
+    const { invite_url } = await cli<{ invite_url: string }>(env.env, [
+      'users',
+      'invite',
+      '--org',
+      orgId,
+      '--email',
+      'erin@acme.test',
+      '--role',
+      'admin',
+    ]);
+    const offer = await fetch(invite_url);
+    expect(await offer.text()).toContain('href="/sso/start?email=erin%40acme.test"');
+    idp.accounts.set('erin', { email: 'erin@acme.test', email_verified: true });
+    const erin = await ssoSignIn(base, 'erin@acme.test', 'erin');
+    expect(erin.response.status).toBe(303);
+    const erinId = await userId('erin@acme.test');
+    const membership = await db.kysely
+      .selectFrom('memberships')
+      .select('role')
+      .where('user_id', '=', erinId!)
+      .where('org_id', '=', orgId)
+      .execute();
+    expect(membership).toEqual([{ role: 'admin' }]);
+    expect((await fetch(invite_url)).status).toBe(410);
+  });
+
+  it('refuses a tampered state, a tampered nonce, a replayed callback and a callback from another browser', async () => {
+    const aliceId = await userId('alice@acme.test');
+    const signIns = async () => (await events('member.signed_in')).filter((e) => e.subject_id === aliceId).length;
+    const before = await signIns();
+    const state = await ssoSignIn(base, 'alice@acme.test', 'alice', { tamper: (url) => url.searchParams.set('state', 'forged-state') });
+    expect(state.response.status).toBe(400);
+    expect(sessionCookieOf(state.response)).toBeUndefined();
+
+    const nonce = await ssoSignIn(base, 'alice@acme.test', 'alice', { tamper: (url) => url.searchParams.set('nonce', 'forged-nonce') });
+    expect(nonce.response.status).toBe(400);
+    expect(sessionCookieOf(nonce.response)).toBeUndefined();
+    expect(await nonce.response.text()).toContain('did not pass its checks');
+
+    const good = await ssoSignIn(base, 'alice@acme.test', 'alice');
+    expect(good.response.status).toBe(303);
+    // The same callback URL again, in the same browser (its od_sso cookie replayed too) and in another.
+    const replayed = await fetch(good.callbackUrl, { redirect: 'manual', headers: { cookie: good.jar.header(base) } });
+    expect(replayed.status).toBe(400);
+    expect(sessionCookieOf(replayed)).toBeUndefined();
+
+    // A browser that did not start the sign-in cannot finish it, even with a valid code and state.
+    const victim = new CookieJar();
+    const start = await victim.fetch(`${base}/sso/start?email=alice@acme.test`);
+    const { authorizeAt } = await import('./helpers/oidcProvider.js');
+    const callback = await authorizeAt(victim, start.headers.get('location')!, 'alice', `${base}/sso/callback`);
+    const elsewhere = await fetch(callback, { redirect: 'manual' });
+    expect(elsewhere.status).toBe(400);
+    expect(sessionCookieOf(elsewhere)).toBeUndefined();
+    // Only the good sign-in opened a session (claims that failed their checks name nobody in Activity).
+    expect(await signIns()).toBe(before + 1);
+  });
+
+  it('answers every email without SSO alike (no enumeration)', async () => {
+    const answers = await Promise.all(
+      ['nobody@unknown.test', 'not-an-email', '', 'x@acme.test.evil'].map(async (email) => {
+        const r = await fetch(`${base}/sso/start?email=${encodeURIComponent(email)}`, { redirect: 'manual' });
+        return { status: r.status, body: (await r.text()).replace(/nonce-[^"]+/g, '') };
+      }),
+    );
+    expect(new Set(answers.map((a) => a.status))).toEqual(new Set([400]));
+    expect(new Set(answers.map((a) => a.body)).size).toBe(1);
+  });
+
+  it("with --require, refuses a member's password (sso_required) and an admin's without a second factor, not with one", async () => {
+    expect((await setSso(['--require'])).code).toBe(0);
+    const alice = await passwordSignIn(base, 'alice@acme.test', PASSWORD);
+    expect(alice.response.status).toBe(403);
+    expect(sessionCookieOf(alice.response)).toBeUndefined();
+    expect(await alice.response.text()).toContain('Sign in with SSO');
+    const aliceId = await userId('alice@acme.test');
+    const reasons = (await events('member.sign_in_failed')).filter((e) => e.subject_id === aliceId).map((e) => JSON.parse(e.data).reason);
+    expect(reasons).toContain('sso_required');
+
+    const boss = await passwordSignIn(base, 'boss@acme.test', PASSWORD);
+    expect(boss.response.status).toBe(403);
+    expect(await boss.response.text()).toContain('turned on two-factor');
+    // The admin can still come in through SSO, and then, with a second factor, by password.
+    expect((await ssoSignIn(base, 'boss@acme.test', 'boss')).response.status).toBe(303);
+    const bossId = await userId('boss@acme.test');
+    await db.kysely
+      .insertInto('totp_factors')
+      .values({
+        user_id: bossId!,
+        secret_sealed: 'sealed-elsewhere',
+        created_at: new Date().toISOString(),
+        confirmed_at: new Date().toISOString(),
+        last_step: null,
+      })
+      .execute();
+    const withFactor = await passwordSignIn(base, 'boss@acme.test', PASSWORD);
+    expect(withFactor.response.status).not.toBe(403);
+    expect(withFactor.response.status).toBeLessThan(400);
+    // SSO still works for the member.
+    expect((await ssoSignIn(base, 'alice@acme.test', 'alice')).response.status).toBe(303);
+    expect((await setSso()).code).toBe(0);
+    expect((await passwordSignIn(base, 'alice@acme.test', PASSWORD)).response.status).toBe(303);
+  });
+
+  it('removes SSO by the CLI: /sso/start then answers as for any other email', async () => {
+    const removed = await runCli(env.env, ['sso', 'remove', '--org', orgId, '--json']);
+    expect(JSON.parse(removed.stdout)).toEqual({ org_id: orgId, removed: true });
+    expect(JSON.parse((await runCli(env.env, ['sso', 'show', '--org', orgId, '--json'])).stdout).configured).toBe(false);
+    expect((await fetch(`${base}/sso/start?email=alice@acme.test`, { redirect: 'manual' })).status).toBe(400);
+    expect((await events('security.sso_removed')).length).toBe(1);
+    expect((await setSso()).code).toBe(0);
+  });
+});
