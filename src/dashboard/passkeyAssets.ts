@@ -49,6 +49,8 @@ const WIRING = String.raw`
     }
     let data = null;
     try { data = await response.json(); } catch { data = null; }
+    // An answer that names where to go (sign in again, confirm it is you first) is followed.
+    if (!response.ok && data && data.redirect) window.location.assign(data.redirect);
     if (!response.ok || !data) throw new Error((data && data.message) || 'This page has expired. Reload it and try again.');
     return data;
   }

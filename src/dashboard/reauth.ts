@@ -48,14 +48,28 @@ async function takeGrant(request: FastifyRequest, reply: FastifyReply, deps: Das
  */
 export function requireRecentAuthentication(deps: DashboardDeps, options: { fallback?: string } = {}) {
   return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    const session = request.session;
-    if (!session) return undefined;
-    const now = new Date();
-    if (deps.reauthMinutes > 0 && !needsReauthentication(session, deps.reauthMinutes, now)) return undefined;
-    if (deps.reauthMinutes === 0 && (await takeGrant(request, reply, deps, now))) return undefined;
-    const next = reauthTarget(request, deps, options.fallback ?? request.url.split('?')[0] ?? '/contacts');
-    return reply.redirect(`${REAUTH}?next=${encodeURIComponent(next)}`, 303);
+    const to = await reauthenticationNeeded(request, reply, deps, options.fallback ?? request.url.split('?')[0] ?? '/contacts');
+    return to === null ? undefined : reply.redirect(to, 303);
   };
+}
+
+/**
+ * The /reauth address to send the person to before a sensitive action, or null when the session's
+ * proof of identity is recent enough (with REAUTH_MINUTES=0, the single-use pass is used up here).
+ * For the JSON endpoints of page scripts, which answer the address rather than redirect.
+ */
+export async function reauthenticationNeeded(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: DashboardDeps,
+  fallback: string,
+): Promise<string | null> {
+  const session = request.session;
+  if (!session) return null;
+  const now = new Date();
+  if (deps.reauthMinutes > 0 && !needsReauthentication(session, deps.reauthMinutes, now)) return null;
+  if (deps.reauthMinutes === 0 && (await takeGrant(request, reply, deps, now))) return null;
+  return `${REAUTH}?next=${encodeURIComponent(reauthTarget(request, deps, fallback))}`;
 }
 
 /**

@@ -123,7 +123,7 @@ describe.skipIf(!hasChromium)('sessions, re-authentication and the two-factor po
     for (const width of [1280, 375]) {
       const grace = await open(width);
       await grace.page.goto(`${server.url}/login`);
-      await grace.page.getByLabel('Email').fill('grace@example.com');
+      await grace.page.getByLabel('Email', { exact: true }).fill('grace@example.com');
       await grace.page.getByLabel('Password').fill(PASSWORD);
       await grace.page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await grace.page.waitForURL(`${server.url}/settings/account/two-factor`);

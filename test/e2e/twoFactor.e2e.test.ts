@@ -80,7 +80,7 @@ describe.skipIf(!hasChromium)('two-factor authentication in a browser', { timeou
   /** Password first: the browser lands on /login/two-factor holding no session. */
   async function passwordStep(page: Page, email: string): Promise<void> {
     await page.goto(`${server.url}/login`);
-    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Email', { exact: true }).fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL(`${server.url}/login/two-factor`);

@@ -102,7 +102,8 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
       return accountPage(request, reply, 400, { errors: fieldErrors(error.errors) });
     }
     await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-    const opening = { method: session.method, origin: originOf(request) };
+    // Rotated, but no re-authentication: the proof of identity keeps its age (no second factor was asked).
+    const opening = { method: session.method, origin: originOf(request), authenticatedAt: session.authenticatedAt };
     await startSession(request, reply, db, await openSession(db, session.userId, session.orgId, new Date(), opening), secureCookies);
     const others = changed.ended_sessions - 1;
     flash(reply, `Your password is changed.${others > 0 ? ` ${others} other session${others === 1 ? ' was' : 's were'} signed out.` : ''}`);

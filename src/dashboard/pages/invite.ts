@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnauthorizedError, UnavailableError, ValidationError } from '../../domain/errors.js';
 import { acceptInvitation, findInvitation, type InvitationOffer } from '../../domain/identity/invitationAcceptance.js';
-import { ssoOrgForEmail } from '../../domain/identity/ssoConfigs.js';
+import { ssoOrgForEmail, ssoSettingsOf } from '../../domain/identity/ssoConfigs.js';
+import { passwordRefusedBySso } from '../../domain/identity/ssoSignIn.js';
 import { flash, originOf, text } from '../context.js';
 import { finishSignIn } from '../signIns.js';
 import { checkFormToken, formToken } from '../formGuard.js';
@@ -56,6 +57,20 @@ function invitePage(
 }
 
 /**
+ * Single sign-on required (IDENTITY.md, `--require`) is not skipped by an invitation: an existing
+ * account held to SSO by one of its organisations does not sign in with its password here either,
+ * and a new member of an organisation that requires SSO, whose email SSO covers, joins through it.
+ */
+async function ssoRefusesPasswordJoin(db: DashboardDeps['db'], offer: InvitationOffer): Promise<string | null> {
+  if (offer.hasAccount) {
+    const user = await db.selectFrom('users').select('id').where('email_lower', '=', offer.email.toLowerCase()).executeTakeFirst();
+    return user ? passwordRefusedBySso(db, user.id) : null;
+  }
+  if (offer.role !== 'member' || (await ssoOrgForEmail(db, offer.email)) !== offer.orgId) return null;
+  return (await ssoSettingsOf(db, offer.orgId))?.required ? 'This organisation signs in with single sign-on: use "Join with SSO".' : null;
+}
+
+/**
  * `GET/POST /invite/TOKEN`: what an invitation link opens (see domain/identity/invitationAcceptance.ts).
  * Accepting signs the person in with a new session and uses the link up.
  */
@@ -84,6 +99,8 @@ export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     if (!offer) return linkGone(reply, 'invitation');
     const password = text(request.body, 'password');
     if (!password) return show(request, reply, offer, token, 400, { errors: { password: 'Enter a password.' } });
+    const refusedBySso = await ssoRefusesPasswordJoin(db, offer);
+    if (refusedBySso) return show(request, reply, offer, token, 403, { alert: refusedBySso });
     // Signing in to an existing account through the invitation is a sign-in: the same limits.
     let attempt = null;
     if (offer.hasAccount) {

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { memberOfOrg, resetTwoFactor } from '../../domain/identity/twoFactorReset.js';
+import { assertAdminOfEveryOrgOf, memberOfOrg, resetTwoFactor } from '../../domain/identity/twoFactorReset.js';
 import { endSessionsOf } from '../../domain/sessions/sessionList.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { adminOnly, flash, SESSION_COOKIE } from '../context.js';
@@ -50,6 +50,7 @@ export const memberSecurityPages: FastifyPluginAsync<DashboardDeps> = async (app
     async (request, reply) => {
       const session = request.session!;
       const member = await memberOfOrg(db, session.orgId, request.params.userId);
+      await assertAdminOfEveryOrgOf(db, session.userId, member.id);
       const removed = await resetTwoFactor(db, member.id, causeOf(request, session.userId), new Date());
       const what =
         removed.totp || removed.passkeys > 0

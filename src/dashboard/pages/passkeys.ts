@@ -2,10 +2,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import { renamePasskey, removePasskey, passkeyName } from '../../domain/identity/passkeys.js';
 import { finishRegistration, startRegistration } from '../../domain/identity/webauthn.js';
 import { flash, text } from '../context.js';
-import { endCeremony, jsonBody, jsonEndpoint, relyingPartyOf, startCeremony, str } from '../passkeyRequests.js';
+import { answer, endCeremony, jsonBody, jsonEndpoint, relyingPartyOf, startCeremony, str } from '../passkeyRequests.js';
 import { causeOf } from '../signIns.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
-import { requireRecentAuthentication } from '../reauth.js';
+import { reauthenticationNeeded, requireRecentAuthentication } from '../reauth.js';
 import { PASSKEYS_PATH } from './passkeyViews.js';
 
 /**
@@ -25,6 +25,10 @@ export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
       const session = request.session!;
       // The name is checked before the prompt, so a bad one does not cost a trip through it.
       passkeyName(str(jsonBody(request), 'name'));
+      // A new way in is sensitive (a stolen session must not add its own passkey): a recent proof of
+      // identity first. The ceremony's challenge, made only here, then carries it to the second step.
+      const reauth = await reauthenticationNeeded(request, reply, deps, '/settings/account');
+      if (reauth) return answer(reply, 401, 'Confirm it is you before adding a passkey.', { redirect: reauth });
       const { options, token } = await startRegistration(
         db,
         relyingPartyOf(deps),

@@ -34,6 +34,8 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
   ) {
     const session = request.session!;
     const factors = await secondFactorsOf(db, session.userId);
+    // With passkeys and no authenticator app, the password alone is one factor: the passkey is the proof.
+    const passkeyOnly = factors.passkeys > 0 && !factors.totp;
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -48,28 +50,34 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
               once more.
             </p>
             ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
-            <form method="post" action="${REAUTH}" novalidate>
-              ${csrf(session)}
-              <input type="hidden" name="next" value="${next}" />
-              <input type="hidden" name="email" value="${session.email}" autocomplete="username" />
-              ${field({ name: 'password', label: 'Password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
-              ${
-                factors.totp
-                  ? field({
-                      name: 'code',
-                      label: 'Authentication code',
-                      errors: options.errors,
-                      required: true,
-                      autocomplete: 'one-time-code',
-                      hint: 'The 6-digit code from your authenticator app, or one of your recovery codes.',
-                    })
-                  : ''
-              }
-              <button type="submit">Confirm</button>
-            </form>
+            ${
+              passkeyOnly
+                ? ''
+                : html`<form method="post" action="${REAUTH}" novalidate>
+                    ${csrf(session)}
+                    <input type="hidden" name="next" value="${next}" />
+                    <input type="hidden" name="email" value="${session.email}" autocomplete="username" />
+                    ${field({ name: 'password', label: 'Password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
+                    ${
+                      factors.totp
+                        ? field({
+                            name: 'code',
+                            label: 'Authentication code',
+                            errors: options.errors,
+                            required: true,
+                            autocomplete: 'one-time-code',
+                            hint: 'The 6-digit code from your authenticator app, or one of your recovery codes.',
+                          })
+                        : ''
+                    }
+                    <button type="submit">Confirm</button>
+                  </form>`
+            }
             ${
               factors.passkeys > 0
-                ? html`<p>Or confirm with one of your passkeys instead of the password.</p>
+                ? html`<p>
+                      ${passkeyOnly ? 'Confirm with one of your passkeys.' : 'Or confirm with one of your passkeys instead of the password.'}
+                    </p>
                     <button type="button" data-passkey-reauth>Use a passkey</button>
                     <script src="/assets/passkeys.js" defer></script>`
                 : ''
@@ -88,6 +96,11 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     const password = text(request.body, 'password');
     const code = text(request.body, 'code');
     const factors = await secondFactorsOf(db, session.userId);
+    if (factors.passkeys > 0 && !factors.totp) {
+      return reauthPage(request, reply, 400, next, {
+        alert: 'Your account is protected by a passkey: confirm with it, not with the password alone.',
+      });
+    }
     const errors: FieldErrors = {};
     if (!password) errors.password = 'Enter your password.';
     if (factors.totp && !code.trim()) errors.code = 'Enter the code from your authenticator app.';

@@ -77,7 +77,9 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
 
   app.get(TWO_FACTOR, async (request, reply) => show(request, reply, 200));
 
-  app.post(`${TWO_FACTOR}/setup`, async (request, reply) => {
+  // A new second factor is sensitive (a stolen session must not enrol its own): a recent proof of
+  // identity first. Confirming needs the key only this step makes.
+  app.post(`${TWO_FACTOR}/setup`, { preHandler: requireRecentAuthentication(deps, { fallback: TWO_FACTOR }) }, async (request, reply) => {
     const started = await startTotpSetup(db, secret, person(request), new Date());
     if (!started)
       return show(request, reply, 409, { alert: 'Two-factor authentication is already on. Turn it off first to use another app.' });

@@ -173,6 +173,33 @@ export async function resolveSsoUser(
  * pointless, and SSO still lets them in, so nobody is locked out while the provider works (and
  * the operator can lift the policy with `orgdata sso set` without `--require`).
  */
+/**
+ * Why a session may not move into `orgId` (null when it may): a session opened by single sign-on
+ * stays in the organisation whose provider vouched for the person (another organisation's
+ * provider must not open the door to this one), and an organisation that requires SSO takes its
+ * members only through it, and admins only with a second factor (as at password sign-in).
+ */
+export async function switchRefusedBySso(
+  db: Kysely<Database>,
+  session: { userId: string; method: string },
+  orgId: string,
+): Promise<string | null> {
+  if (session.method === 'sso') {
+    return "You signed in with single sign-on, which opens only its own organisation: sign out and sign in with your password (or that organisation's SSO) to work in another.";
+  }
+  const row = await db
+    .selectFrom('memberships')
+    .innerJoin('sso_configs', 'sso_configs.org_id', 'memberships.org_id')
+    .select('memberships.role')
+    .where('memberships.user_id', '=', session.userId)
+    .where('memberships.org_id', '=', orgId)
+    .where('sso_configs.required', '=', 'yes')
+    .executeTakeFirst();
+  if (!row) return null;
+  if (row.role === 'admin' && (await hasSecondFactor(db, session.userId))) return null;
+  return 'That organisation signs in with single sign-on: sign out, then use "Sign in with SSO" with your work email.';
+}
+
 export async function passwordRefusedBySso(db: Kysely<Database>, userId: string): Promise<string | null> {
   const roles = await db
     .selectFrom('memberships')

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { NotFoundError } from '../errors.js';
+import { ForbiddenError, NotFoundError } from '../errors.js';
 import { orgsOfUser, recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
 
 /** A member of the organisation, by user id: another organisation's user is "not found" (nothing is told or changed). */
@@ -14,6 +14,28 @@ export async function memberOfOrg(db: Kysely<Database>, orgId: string, userId: s
     .executeTakeFirst();
   if (!row) throw new NotFoundError('There is no such member in this organisation.');
   return row;
+}
+
+/**
+ * A person's second factors guard every organisation they belong to: an admin of one may reset
+ * them only when they are an admin of each of the person's organisations (else an admin seat
+ * anywhere would weaken the account everywhere). Throws ForbiddenError naming what to do instead.
+ */
+export async function assertAdminOfEveryOrgOf(db: Kysely<Database>, adminId: string, userId: string): Promise<void> {
+  const outside = await db
+    .selectFrom('memberships as theirs')
+    .leftJoin('memberships as mine', (join) =>
+      join.onRef('mine.org_id', '=', 'theirs.org_id').on('mine.user_id', '=', adminId).on('mine.role', '=', 'admin'),
+    )
+    .select('theirs.org_id')
+    .where('theirs.user_id', '=', userId)
+    .where('mine.user_id', 'is', null)
+    .executeTakeFirst();
+  if (outside) {
+    throw new ForbiddenError(
+      'This person also belongs to an organisation you are not an admin of, so their two-factor can only be reset by them, by an admin of every one of their organisations, or by the operator.',
+    );
+  }
 }
 
 /**

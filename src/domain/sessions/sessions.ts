@@ -4,6 +4,7 @@ import type { Database, Role, TwoFactorPolicy } from '../../db/schema.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import { nowIso } from '../ids.js';
 import { verifyPassword } from '../orgs/passwords.js';
+import { switchRefusedBySso } from '../identity/ssoSignIn.js';
 
 export const SESSION_DAYS = 7;
 const DAY_MS = 86_400_000;
@@ -38,6 +39,11 @@ export interface SessionOpening {
   method: string;
   /** Approximate origin: the /24 or /48 and the browser's product name. */
   origin: string | null;
+  /**
+   * When its person last proved who they are, when the new session only replaces one (a password
+   * change rotates the session but is no re-authentication: it asks no second factor). Now by default.
+   */
+  authenticatedAt?: string;
 }
 
 // last_seen_at is written when a request finds it older than this, not on every request.
@@ -133,7 +139,7 @@ export async function openSession(
       created_at: nowIso(now),
       expires_at: nowIso(expiresAt),
       method: opening.method,
-      authenticated_at: nowIso(now),
+      authenticated_at: opening.authenticatedAt ?? nowIso(now),
       last_seen_at: nowIso(now),
       origin: opening.origin,
     })
@@ -203,6 +209,8 @@ export async function signOut(db: Kysely<Database>, token: string): Promise<void
 /** Moves the session to another organisation the user belongs to. */
 export async function switchOrg(db: Kysely<Database>, token: string, session: SessionView, orgId: string): Promise<void> {
   if (!session.orgs.some((org) => org.id === orgId)) throw new ForbiddenError('You are not a member of that organisation.');
+  const refused = await switchRefusedBySso(db, session, orgId);
+  if (refused) throw new ForbiddenError(refused);
   await db.updateTable('sessions').set({ org_id: orgId }).where('id_hash', '=', hashToken(token)).execute();
 }
 
