@@ -46,6 +46,16 @@ function invitePage(
         }
       </form>
       ${
+        offer.hasAccount
+          ? ''
+          : html`<div class="passkey-sign-in">
+                <p>Or join without a password: a passkey uses this device's screen lock, your phone or a security key.</p>
+                <button type="button" class="secondary" data-passkey-join>Join with a passkey</button>
+                <p data-passkey-status role="status" class="hint"></p>
+              </div>
+              <script src="/assets/passkeys.js" defer></script>`
+      }
+      ${
         options.sso
           ? html`<p>Your organisation signs in with single sign-on:</p>
               <p><a class="button secondary" href="/sso/start?email=${encodeURIComponent(offer.email)}">Join with SSO</a></p>`
