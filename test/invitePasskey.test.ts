@@ -336,7 +336,7 @@ describe.each(DIALECTS)('joining with a passkey on %s', (dialect) => {
     const link = await invite(email);
     const browsers = [browser('198.51.100.61'), browser('198.51.100.62')];
     const keys = [new SoftAuthenticator(ORIGIN), new SoftAuthenticator(ORIGIN)];
-    const answers = [];
+    const answers: Record<string, unknown>[] = [];
     for (const [i, b] of browsers.entries()) {
       await b.get(link);
       const options = await b.json(`${link}/passkey/options`, {});
