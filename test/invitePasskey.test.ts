@@ -123,6 +123,38 @@ describe.each(DIALECTS)('joining with a passkey on %s', (dialect) => {
     expect(theirs.body).not.toContain('data-passkey-join');
   });
 
+  it('offers no passkey to a plain member of an organisation that requires SSO (an admin keeps it)', async () => {
+    const ssoOrg = await h.newOrg('SSO Only Org');
+    const at = new Date().toISOString();
+    await h.db.kysely
+      .insertInto('sso_configs')
+      .values({
+        org_id: ssoOrg.orgId,
+        issuer: 'https://idp.example',
+        client_id: 'orgdata',
+        client_secret_sealed: 'x',
+        auto_join: 'off',
+        required: 'yes',
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+    const ssoAdmin = await signedIn(h, ssoOrg.adminEmail);
+    const linkFor = async (email: string, role: string) => shownLink((await ssoAdmin.post('/settings/members', { email, role })).body)!;
+    const member = await linkFor(fresh('sso-member'), 'member');
+    const b = browser();
+    const page = await b.get(member);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain('data-passkey-join');
+    const refused = await b.json(`${member}/passkey/options`, {});
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().message).toContain('single sign-on');
+    const adminLink = await linkFor(fresh('sso-admin'), 'admin');
+    const a = browser();
+    expect((await a.get(adminLink)).body).toContain('data-passkey-join');
+    expect((await join(a, adminLink, new SoftAuthenticator(ORIGIN))).statusCode).toBe(200);
+  });
+
   it('makes the account with its passkey, joins with the role, signs in by passkey, and the link works once', async () => {
     const email = fresh('ada');
     const link = await invite(email, 'admin');

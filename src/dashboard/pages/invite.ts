@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnauthorizedError, UnavailableError, ValidationError } from '../../domain/errors.js';
 import { acceptInvitation, findInvitation, type InvitationOffer } from '../../domain/identity/invitationAcceptance.js';
+import { passkeyJoinRefusal } from '../../domain/identity/passkeyJoin.js';
 import { ssoOrgForEmail } from '../../domain/identity/ssoConfigs.js';
 import { flash, originOf, text } from '../context.js';
 import { finishSignIn } from '../signIns.js';
@@ -15,7 +16,7 @@ function invitePage(
   offer: InvitationOffer,
   token: string,
   csrfToken: string,
-  options: { errors?: FieldErrors; alert?: string; sso?: boolean } = {},
+  options: { errors?: FieldErrors; alert?: string; sso?: boolean; passkey?: boolean } = {},
 ) {
   const role = offer.role === 'admin' ? 'an admin' : 'a member';
   return page({
@@ -46,14 +47,14 @@ function invitePage(
         }
       </form>
       ${
-        offer.hasAccount
-          ? ''
-          : html`<div class="passkey-sign-in">
+        options.passkey
+          ? html`<div class="passkey-sign-in">
                 <p>Or join without a password: a passkey uses this device's screen lock, your phone or a security key.</p>
                 <button type="button" class="secondary" data-passkey-join>Join with a passkey</button>
                 <p data-passkey-status role="status" class="hint"></p>
               </div>
               <script src="/assets/passkeys.js" defer></script>`
+          : ''
       }
       ${
         options.sso
@@ -75,10 +76,12 @@ export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     // An invited email in the organisation's SSO domains may join through the provider instead
     // (not an existing account: SSO never joins one, see domain/identity/ssoSignIn.ts).
     const sso = !offer.hasAccount && (await ssoOrgForEmail(db, offer.email)) === offer.orgId;
+    // And with a passkey instead of a password (invitePasskey.ts), unless refused to them anyway.
+    const passkey = (await passkeyJoinRefusal(db, offer)) === null;
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
-      .send(invitePage(offer, token, formToken(request, reply, secret, secureCookies), { ...extra, sso }));
+      .send(invitePage(offer, token, formToken(request, reply, secret, secureCookies), { ...extra, sso, passkey }));
   };
 
   app.get<{ Params: { token: string } }>('/invite/:token', async (request, reply) => {

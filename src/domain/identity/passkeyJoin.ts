@@ -4,8 +4,15 @@ import type { Database } from '../../db/schema.js';
 import { ForbiddenError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { createChallenge, takeChallenge } from './challenges.js';
-import { acceptInvitationWithoutPassword, EXISTING_ACCOUNT, findInvitation, type RequestInfo } from './invitationAcceptance.js';
+import {
+  acceptInvitationWithoutPassword,
+  EXISTING_ACCOUNT,
+  findInvitation,
+  type InvitationOffer,
+  type RequestInfo,
+} from './invitationAcceptance.js';
 import { insertPasskey, passkeyName, passkeyTaken } from './passkeys.js';
+import { ssoSettingsOf } from './ssoConfigs.js';
 import { CEREMONY_MS, registrationOptions, verifyRegistration, type RelyingParty } from './webauthn.js';
 
 /**
@@ -30,6 +37,24 @@ interface JoinCeremony {
 /** The name a passkey made on the invitation page gets when the page sends none. */
 export const JOIN_PASSKEY_NAME = 'Passkey';
 
+const SSO_ONLY = 'Your organisation signs in with single sign-on: join with SSO, or choose a password.';
+
+/**
+ * Why the invitation page offers no passkey, or null when it does: an email with an account (its
+ * owner signs in to join), or a plain member of an organisation that requires SSO (its members
+ * sign in only through the provider, passkeys included: see passwordRefusedBySso).
+ */
+export async function passkeyJoinRefusal(db: Kysely<Database>, offer: InvitationOffer): Promise<string | null> {
+  if (offer.hasAccount) return EXISTING_ACCOUNT;
+  if (offer.role !== 'admin' && (await ssoSettingsOf(db, offer.orgId))?.required) return SSO_ONLY;
+  return null;
+}
+
+async function refuse(db: Kysely<Database>, offer: InvitationOffer): Promise<void> {
+  const refusal = await passkeyJoinRefusal(db, offer);
+  if (refusal) throw new ForbiddenError(refusal);
+}
+
 /** Registration options for the invited person, and the challenge's token; null when the link no longer works. */
 export async function startPasskeyJoin(
   db: Kysely<Database>,
@@ -39,7 +64,7 @@ export async function startPasskeyJoin(
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string } | null> {
   const offer = await findInvitation(db, inviteToken, now);
   if (!offer) return null;
-  if (offer.hasAccount) throw new ForbiddenError(EXISTING_ACCOUNT);
+  await refuse(db, offer);
   const userId = newId('usr');
   const options = await registrationOptions(rp, { id: userId, email: offer.email }, []);
   const data: JoinCeremony = { challenge: options.challenge, userId, invitation: offer.id };
@@ -65,7 +90,7 @@ export async function finishPasskeyJoin(
   const ceremony = await takeChallenge<JoinCeremony>(db, 'passkey_join', input.token, now);
   const offer = await findInvitation(db, inviteToken, now);
   if (!offer) return null;
-  if (offer.hasAccount) throw new ForbiddenError(EXISTING_ACCOUNT);
+  await refuse(db, offer);
   if (!ceremony || ceremony.data.invitation !== offer.id) {
     throw ValidationError.field('response', 'the request to join with a passkey has expired: start again');
   }
