@@ -104,11 +104,7 @@ describe.each(DIALECTS)('identity hardening on %s', (dialect) => {
     const strict = await h.newOrg('Strict Org');
     const open = await h.newOrg('Open Org');
     const mia = await addMember(h, strict.orgId, 'member');
-    await requireSso(h, strict.orgId, `strict-${strict.orgId.slice(-6).toLowerCase()}.example.com`);
-    // Her password is refused at sign-in…
-    const login = await visitor(h.app).post('/login', { email: mia.email, password: PASSWORD });
-    expect(login.statusCode).toBe(403);
-    // …and at an invitation to another organisation.
+    // An invitation to another organisation, its page opened while SSO was not yet required.
     const invited = await inviteMember(
       open.adminCtx(),
       { mailer: null, publicUrl: 'http://orgdata.test', inviteTtlHours: 1, resetTtlMinutes: 60 },
@@ -117,10 +113,19 @@ describe.each(DIALECTS)('identity hardening on %s', (dialect) => {
     );
     const link = new URL(invited.url).pathname;
     const person = visitor(h.app);
-    expect((await person.get(link)).statusCode).toBe(200);
+    expect((await person.get(link)).body).toContain('name="password"');
+    await requireSso(h, strict.orgId, `strict-${strict.orgId.slice(-6).toLowerCase()}.example.com`);
+    // Her password is refused at sign-in…
+    const login = await visitor(h.app).post('/login', { email: mia.email, password: PASSWORD });
+    expect(login.statusCode).toBe(403);
+    // …and by the invitation's form (with its token), and the page no longer offers it.
     const accepted = await person.post(link, { password: PASSWORD });
     expect(accepted.statusCode).toBe(403);
     expect(accepted.body).toContain('single sign-on');
+    const offered = await visitor(h.app).get(link);
+    expect(offered.statusCode).toBe(200);
+    expect(offered.body).toContain('single sign-on');
+    expect(offered.body).not.toContain('name="password"');
     expect(person.cookies.get('od_session')).toBeUndefined();
 
     // A session she has in another organisation does not move into the strict one.

@@ -19,7 +19,8 @@ function readBundle(): string {
 
 /**
  * Each button names its ceremony with a data attribute; the two endpoints it talks to take and
- * answer JSON, and the second answers `{redirect}` where the page goes next. The session's CSRF
+ * answer JSON, and the second answers `{redirect}` where the page goes next (as does a 410 for a
+ * link that stopped working: "Join with a passkey" talks to the invitation's own URL). The session's CSRF
  * token (the page's `_csrf` field, when there is one) goes in the body; pages without a session
  * are protected by the Origin check and the ceremony's cookie instead.
  */
@@ -49,9 +50,13 @@ const WIRING = String.raw`
     }
     let data = null;
     try { data = await response.json(); } catch { data = null; }
-    // An answer that names where to go (sign in again, confirm it is you first) is followed.
-    if (!response.ok && data && data.redirect) window.location.assign(data.redirect);
-    if (!response.ok || !data) throw new Error((data && data.message) || 'This page has expired. Reload it and try again.');
+    if (!response.ok || !data) {
+      const error = new Error((data && data.message) || 'This page has expired. Reload it and try again.');
+      // An answer that names where to go (a link that stopped working: its page; confirm it is you
+      // first: /reauth; a pending sign-in gone: /login) is followed.
+      if (data && typeof data.redirect === 'string') error.redirect = data.redirect;
+      throw error;
+    }
     return data;
   }
   function explain(error) {
@@ -80,6 +85,7 @@ const WIRING = String.raw`
         window.location.assign(target.href);
       }
     } catch (error) {
+      if (error && error.redirect) { window.location.assign(new URL(error.redirect, window.location.href).href); return; }
       status.textContent = explain(error);
       control.disabled = false;
     }
@@ -93,6 +99,13 @@ const WIRING = String.raw`
     for (const [attribute, [optionsUrl, verifyUrl, extra]] of Object.entries(CEREMONIES)) {
       const button = event.target.closest('[' + attribute + ']');
       if (button) { event.preventDefault(); void ceremony(button, 'get', optionsUrl, verifyUrl, extra()); return; }
+    }
+    // The invitation page (/invite/TOKEN): a new account made with its passkey.
+    const join = event.target.closest('[data-passkey-join]');
+    if (join) {
+      event.preventDefault();
+      const invite = window.location.pathname.replace(/\/+$/, '');
+      void ceremony(join, 'create', invite + '/passkey/options', invite + '/passkey', {});
     }
   });
   document.addEventListener('submit', (event) => {

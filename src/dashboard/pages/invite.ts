@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnauthorizedError, UnavailableError, ValidationError } from '../../domain/errors.js';
 import { acceptInvitation, findInvitation, type InvitationOffer } from '../../domain/identity/invitationAcceptance.js';
+import { passkeyJoinRefusal } from '../../domain/identity/passkeyJoin.js';
 import { ssoOrgForEmail, ssoSettingsOf } from '../../domain/identity/ssoConfigs.js';
 import { passwordRefusedBySso } from '../../domain/identity/ssoSignIn.js';
 import { flash, originOf, text } from '../context.js';
@@ -16,7 +17,7 @@ function invitePage(
   offer: InvitationOffer,
   token: string,
   csrfToken: string,
-  options: { errors?: FieldErrors; alert?: string; sso?: boolean } = {},
+  options: { errors?: FieldErrors; alert?: string; sso?: boolean; passkey?: boolean; passwordRefused?: string | null } = {},
 ) {
   const role = offer.role === 'admin' ? 'an admin' : 'a member';
   return page({
@@ -26,26 +27,40 @@ function invitePage(
       <h1>Join ${offer.orgName} on orgdata</h1>
       <p><strong>${offer.email}</strong> is invited to join <strong>${offer.orgName}</strong> as ${role}.</p>
       ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
-      <form method="post" action="/invite/${token}" novalidate>
-        ${formField(csrfToken)}
-        <input type="hidden" name="email" value="${offer.email}" autocomplete="username" />
-        ${
-          offer.hasAccount
-            ? html`<p>You already have an orgdata account with this email. Sign in with its password to join.</p>
-                ${field({ name: 'password', label: 'Your password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
-                <button type="submit">Sign in and join</button>
-                <p class="hint">Forgot it? <a href="/forgot-password">Reset your password</a>, then open this link again.</p>`
-            : html`${field({
-                  name: 'password',
-                  label: 'Choose a password',
-                  type: 'password',
-                  errors: options.errors,
-                  required: true,
-                  autocomplete: 'new-password',
-                  hint: 'At least 8 characters, not your email address. Only you will know it.',
-                })} <button type="submit">Join ${offer.orgName}</button>`
-        }
-      </form>
+      ${
+        options.passwordRefused
+          ? html`<p>${options.passwordRefused}</p>`
+          : html` <form method="post" action="/invite/${token}" novalidate>
+              ${formField(csrfToken)}
+              <input type="hidden" name="email" value="${offer.email}" autocomplete="username" />
+              ${
+                offer.hasAccount
+                  ? html`<p>You already have an orgdata account with this email. Sign in with its password to join.</p>
+                      ${field({ name: 'password', label: 'Your password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
+                      <button type="submit">Sign in and join</button>
+                      <p class="hint">Forgot it? <a href="/forgot-password">Reset your password</a>, then open this link again.</p>`
+                  : html`${field({
+                        name: 'password',
+                        label: 'Choose a password',
+                        type: 'password',
+                        errors: options.errors,
+                        required: true,
+                        autocomplete: 'new-password',
+                        hint: 'At least 8 characters, not your email address. Only you will know it.',
+                      })} <button type="submit">Join ${offer.orgName}</button>`
+              }
+            </form>`
+      }
+      ${
+        options.passkey
+          ? html`<div class="passkey-sign-in">
+                <p>Or join without a password: a passkey uses this device's screen lock, your phone or a security key.</p>
+                <button type="button" class="secondary" data-passkey-join>Join with a passkey</button>
+                <p data-passkey-status role="status" class="hint"></p>
+              </div>
+              <script src="/assets/passkeys.js" defer></script>`
+          : ''
+      }
       ${
         options.sso
           ? html`<p>Your organisation signs in with single sign-on:</p>
@@ -80,10 +95,14 @@ export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     // An invited email in the organisation's SSO domains may join through the provider instead
     // (not an existing account: SSO never joins one, see domain/identity/ssoSignIn.ts).
     const sso = !offer.hasAccount && (await ssoOrgForEmail(db, offer.email)) === offer.orgId;
+    // And with a passkey instead of a password (invitePasskey.ts), unless refused to them anyway.
+    const passkey = (await passkeyJoinRefusal(db, offer)) === null;
+    // "Require SSO" is not skipped by a password here either (see ssoRefusesPasswordJoin).
+    const passwordRefused = await ssoRefusesPasswordJoin(db, offer);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
-      .send(invitePage(offer, token, formToken(request, reply, secret, secureCookies), { ...extra, sso }));
+      .send(invitePage(offer, token, formToken(request, reply, secret, secureCookies), { ...extra, sso, passkey, passwordRefused }));
   };
 
   app.get<{ Params: { token: string } }>('/invite/:token', async (request, reply) => {

@@ -12,7 +12,14 @@ import { nowIso } from '../ids.js';
  * one get it once).
  */
 export type ChallengePurpose =
-  'two_factor' | 'passkey_register' | 'passkey_sign_in' | 'passkey_second_factor' | 'passkey_reauth' | 'sso' | 'reauth_grant';
+  | 'two_factor'
+  | 'passkey_register'
+  | 'passkey_join'
+  | 'passkey_sign_in'
+  | 'passkey_second_factor'
+  | 'passkey_reauth'
+  | 'sso'
+  | 'reauth_grant';
 
 export interface Challenge<T> {
   userId: string | null;

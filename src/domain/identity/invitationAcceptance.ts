@@ -3,7 +3,7 @@ import type { Database, Role } from '../../db/schema.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import { recordMemberEvent } from '../events/memberEvents.js';
 import { newId, nowIso } from '../ids.js';
-import { hashPassword, verifyPassword } from '../orgs/passwords.js';
+import { hashPassword, unusablePasswordHash, verifyPassword } from '../orgs/passwords.js';
 import { checkNewPassword } from './newPassword.js';
 import { lookupHash, sameHash } from './secretLinks.js';
 import { hasSecondFactor } from './totp.js';
@@ -65,7 +65,7 @@ async function offerOf(db: Kysely<Database>, hash: string, now: Date): Promise<I
   };
 }
 
-interface RequestInfo {
+export interface RequestInfo {
   requestId: string;
   origin: string | null;
 }
@@ -129,6 +129,39 @@ export async function joinAfterSecondFactor(
   return useInvitation(db, offer, invitationHash, userId, null, request, now);
 }
 
+/** A new account joining without a password of its own (with a passkey: see passkeyJoin.ts). */
+export interface PasswordlessJoin {
+  /** The new account's id, chosen beforehand (a passkey keeps it as its user handle). */
+  userId: string;
+  /** How the person joined: member.joined's `method`. */
+  method: string;
+  /** The rest of the joining (storing the passkey), in the transaction that uses the link up. */
+  within: (trx: Kysely<Database>, user: { id: string; email: string }) => Promise<unknown>;
+}
+
+/**
+ * Accepts an invitation for an email with no account, making one without a usable password (the
+ * person signs in with what `join.within` stores; a password reset sets a password). The link is
+ * used up as acceptInvitation uses it: once, with the membership and member.joined. Null when the
+ * link no longer works; ForbiddenError when the email has an account (its owner signs in to join).
+ */
+export async function acceptInvitationWithoutPassword(
+  db: Kysely<Database>,
+  token: string,
+  join: PasswordlessJoin,
+  request: RequestInfo,
+  now: Date,
+): Promise<{ userId: string; orgId: string; orgName: string; email: string } | null> {
+  const offer = await findInvitation(db, token, now);
+  if (!offer) return null;
+  if (offer.hasAccount) throw new ForbiddenError(EXISTING_ACCOUNT);
+  const accepted = await useInvitation(db, offer, lookupHash(token)!, null, await unusablePasswordHash(), request, now, join);
+  return accepted && { userId: accepted.userId, orgId: accepted.orgId, orgName: offer.orgName, email: offer.email };
+}
+
+export const EXISTING_ACCOUNT =
+  'You already have an orgdata account with this email: sign in with its password on the invitation page to join.';
+
 /** Uses the link up and adds the membership (and the account, for a new person), in one transaction. */
 function useInvitation(
   db: Kysely<Database>,
@@ -138,6 +171,7 @@ function useInvitation(
   passwordHash: string | null,
   request: RequestInfo,
   now: Date,
+  passwordless?: PasswordlessJoin,
 ): Promise<{ userId: string; orgId: string; created: boolean } | null> {
   const existing = existingId === null ? null : { id: existingId };
   return db.transaction().execute(async (trx) => {
@@ -157,7 +191,7 @@ function useInvitation(
     if (holder && !existing) throw new UnauthorizedError(`An orgdata account for ${offer.email} exists now: sign in with its password.`);
     let userId = existing?.id;
     if (!userId) {
-      userId = newId('usr');
+      userId = passwordless?.userId ?? newId('usr');
       await trx
         .insertInto('users')
         .values({
@@ -190,7 +224,9 @@ function useInvitation(
       { object: 'member', id: userId, email: offer.email, role: offer.role },
       cause,
       now,
+      passwordless ? { method: passwordless.method } : undefined,
     );
+    await passwordless?.within(trx, { id: userId, email: offer.email });
     return { userId, orgId: offer.orgId, created: !existing };
   });
 }

@@ -94,47 +94,61 @@ export async function findCredential(db: Kysely<Database>, credentialId: string)
   return row ? stored(row) : null;
 }
 
+export interface NewPasskey {
+  userId: string;
+  email: string;
+  credentialId: string;
+  publicKey: string;
+  signCount: number;
+  transports: string[];
+  name: string;
+}
+
 /** Stores a verified new credential and records `member.passkey_added` (details: its name). */
-export async function addPasskey(
-  db: Kysely<Database>,
-  input: { userId: string; email: string; credentialId: string; publicKey: string; signCount: number; transports: string[]; name: string },
-  cause: IdentityCause,
-  now: Date,
-): Promise<PasskeyView> {
-  const view: PasskeyView = { id: newId('pk'), name: input.name, created_at: nowIso(now), last_used_at: null };
+export async function addPasskey(db: Kysely<Database>, input: NewPasskey, cause: IdentityCause, now: Date): Promise<PasskeyView> {
   try {
-    await db.transaction().execute(async (trx) => {
-      const count = await trx
-        .selectFrom('passkeys')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('user_id', '=', input.userId)
-        .executeTakeFirstOrThrow();
-      if (Number(count.n) >= MAX_PASSKEYS) {
-        throw ValidationError.field('name', `you have ${MAX_PASSKEYS} passkeys already: remove one you no longer use first`);
-      }
-      await trx
-        .insertInto('passkeys')
-        .values({
-          id: view.id,
-          user_id: input.userId,
-          credential_id: input.credentialId,
-          public_key: input.publicKey,
-          sign_count: input.signCount,
-          transports: JSON.stringify(input.transports),
-          name: input.name,
-          created_at: view.created_at,
-          last_used_at: null,
-        })
-        .execute();
-      const object = { object: 'member' as const, id: input.userId, email: input.email };
-      await recordMemberEvent(trx, await orgsOfUser(trx, input.userId), 'member.passkey_added', object, cause, now, { name: input.name });
-    });
+    return await db.transaction().execute((trx) => insertPasskey(trx, input, cause, now));
   } catch (error) {
-    // The browser was told which credentials exist (excludeCredentials); one registered twice anyway is refused.
-    if (isUniqueViolation(error)) throw ValidationError.field('response', 'this passkey is already registered');
-    throw error;
+    throw passkeyTaken(error);
   }
+}
+
+/**
+ * addPasskey's work inside the caller's transaction (an account made with its passkey: see
+ * passkeyJoin.ts). A credential registered twice fails on its unique index: passkeyTaken says so.
+ */
+export async function insertPasskey(trx: Kysely<Database>, input: NewPasskey, cause: IdentityCause, now: Date): Promise<PasskeyView> {
+  const view: PasskeyView = { id: newId('pk'), name: input.name, created_at: nowIso(now), last_used_at: null };
+  const count = await trx
+    .selectFrom('passkeys')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('user_id', '=', input.userId)
+    .executeTakeFirstOrThrow();
+  if (Number(count.n) >= MAX_PASSKEYS) {
+    throw ValidationError.field('name', `you have ${MAX_PASSKEYS} passkeys already: remove one you no longer use first`);
+  }
+  await trx
+    .insertInto('passkeys')
+    .values({
+      id: view.id,
+      user_id: input.userId,
+      credential_id: input.credentialId,
+      public_key: input.publicKey,
+      sign_count: input.signCount,
+      transports: JSON.stringify(input.transports),
+      name: input.name,
+      created_at: view.created_at,
+      last_used_at: null,
+    })
+    .execute();
+  const object = { object: 'member' as const, id: input.userId, email: input.email };
+  await recordMemberEvent(trx, await orgsOfUser(trx, input.userId), 'member.passkey_added', object, cause, now, { name: input.name });
   return view;
+}
+
+/** The browser was told which credentials exist (excludeCredentials); one registered twice anyway is refused. */
+export function passkeyTaken(error: unknown): unknown {
+  return isUniqueViolation(error) ? ValidationError.field('response', 'this passkey is already registered') : error;
 }
 
 /**

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
 import { newId, nowIso } from '../ids.js';
-import { hashPassword } from '../orgs/passwords.js';
+import { unusablePasswordHash } from '../orgs/passwords.js';
 import { emailDomain, type SsoProvider } from './ssoConfigs.js';
 import { hasSecondFactor } from './totp.js';
 
@@ -133,8 +132,8 @@ export async function resolveSsoUser(
   ).find((i) => i.email.toLowerCase() === email.toLowerCase());
   if (provider.autoJoin !== 'member' && !invitation) throw new SsoRefused('not_a_member', NO_MEMBERSHIP, 403, null);
   const role = invitation?.role ?? 'member';
-  // No password to sign in with: the hash of random bytes nobody ever sees (a reset sets one).
-  const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
+  // No password to sign in with (a reset sets one).
+  const passwordHash = await unusablePasswordHash();
   const userId = newId('usr');
   await db.transaction().execute(async (trx) => {
     const at = nowIso(now);

@@ -13,7 +13,16 @@ import type { Database } from '../../db/schema.js';
 import { UnauthorizedError, ValidationError } from '../errors.js';
 import type { IdentityCause } from '../events/memberEvents.js';
 import { createChallenge, takeChallenge, type ChallengePurpose } from './challenges.js';
-import { addPasskey, credentialsOf, findCredential, passkeyName, recordPasskeyUse, type PasskeyView } from './passkeys.js';
+import {
+  addPasskey,
+  credentialsOf,
+  findCredential,
+  passkeyName,
+  recordPasskeyUse,
+  type NewPasskey,
+  type PasskeyView,
+  type StoredPasskey,
+} from './passkeys.js';
 
 /**
  * The two WebAuthn ceremonies (with @simplewebauthn/server): making a passkey (registration) and
@@ -62,6 +71,28 @@ interface CeremonyData {
   [key: string]: unknown;
 }
 
+/**
+ * Registration options for `user` (a discoverable credential, user verification required); the
+ * user handle the credential keeps and returns at sign-in is the user's id.
+ */
+export function registrationOptions(
+  rp: RelyingParty,
+  user: { id: string; email: string },
+  existing: StoredPasskey[],
+): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  return generateRegistrationOptions({
+    rpName: rp.name,
+    rpID: rp.id,
+    userName: user.email,
+    userDisplayName: user.email,
+    userID: userHandle(user.id),
+    timeout: TIMEOUT_MS,
+    attestationType: 'none',
+    excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: p.transports })),
+    authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'required' },
+  });
+}
+
 /** Registration options for one of the person's devices, and the challenge's token. */
 export async function startRegistration(
   db: Kysely<Database>,
@@ -69,19 +100,7 @@ export async function startRegistration(
   user: { id: string; email: string },
   now: Date,
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
-  const existing = await credentialsOf(db, user.id);
-  const options = await generateRegistrationOptions({
-    rpName: rp.name,
-    rpID: rp.id,
-    userName: user.email,
-    userDisplayName: user.email,
-    // The user handle a discoverable credential keeps and returns at sign-in: the user's id.
-    userID: userHandle(user.id),
-    timeout: TIMEOUT_MS,
-    attestationType: 'none',
-    excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: p.transports })),
-    authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'required' },
-  });
+  const options = await registrationOptions(rp, user, await credentialsOf(db, user.id));
   const token = await createChallenge<CeremonyData>(db, 'passkey_register', user.id, { challenge: options.challenge }, CEREMONY_MS, now);
   return { options, token };
 }
@@ -93,6 +112,37 @@ function credentialJson(value: unknown): { id: string; rawId: string; response: 
   if (typeof v.id !== 'string' || typeof v.rawId !== 'string' || v.id !== v.rawId || v.type !== 'public-key') return null;
   if (typeof v.response !== 'object' || v.response === null) return null;
   return v as { id: string; rawId: string; response: Record<string, unknown>; type: string };
+}
+
+/** A verified new credential, as passkeys.ts stores it. */
+export type VerifiedCredential = Pick<NewPasskey, 'credentialId' | 'publicKey' | 'signCount' | 'transports'>;
+
+/** Checks a browser's answer to registration options with `challenge`; throws ValidationError (field `response`). */
+export async function verifyRegistration(rp: RelyingParty, challenge: string, answer: unknown): Promise<VerifiedCredential> {
+  const response = credentialJson(answer);
+  if (!response) throw ValidationError.field('response', 'is not a passkey');
+  let verified;
+  try {
+    verified = await verifyRegistrationResponse({
+      response: response as unknown as RegistrationResponseJSON,
+      expectedChallenge: challenge,
+      expectedOrigin: rp.origin,
+      expectedRPID: rp.id,
+      requireUserVerification: true,
+    });
+  } catch {
+    // A wrong origin, challenge or RP ID, a malformed attestation: the library says which in its
+    // message, which is for us, not for whoever sent it.
+    throw ValidationError.field('response', 'could not be verified: the passkey was not added');
+  }
+  if (!verified.verified) throw ValidationError.field('response', 'could not be verified: the passkey was not added');
+  const { credential } = verified.registrationInfo;
+  return {
+    credentialId: credential.id,
+    publicKey: Buffer.from(credential.publicKey).toString('base64url'),
+    signCount: credential.counter,
+    transports: credential.transports ?? [],
+  };
 }
 
 /** Checks the browser's answer to startRegistration's options and stores the new passkey. */
@@ -109,38 +159,8 @@ export async function finishRegistration(
   if (!challenge || challenge.userId !== user.id) {
     throw ValidationError.field('response', 'the request to add a passkey has expired: start again');
   }
-  const response = credentialJson(input.response);
-  if (!response) throw ValidationError.field('response', 'is not a passkey');
-  let verified;
-  try {
-    verified = await verifyRegistrationResponse({
-      response: response as unknown as RegistrationResponseJSON,
-      expectedChallenge: challenge.data.challenge,
-      expectedOrigin: rp.origin,
-      expectedRPID: rp.id,
-      requireUserVerification: true,
-    });
-  } catch {
-    // A wrong origin, challenge or RP ID, a malformed attestation: the library says which in its
-    // message, which is for us, not for whoever sent it.
-    throw ValidationError.field('response', 'could not be verified: the passkey was not added');
-  }
-  if (!verified.verified) throw ValidationError.field('response', 'could not be verified: the passkey was not added');
-  const { credential } = verified.registrationInfo;
-  return addPasskey(
-    db,
-    {
-      userId: user.id,
-      email: user.email,
-      credentialId: credential.id,
-      publicKey: Buffer.from(credential.publicKey).toString('base64url'),
-      signCount: credential.counter,
-      transports: credential.transports ?? [],
-      name,
-    },
-    cause,
-    now,
-  );
+  const credential = await verifyRegistration(rp, challenge.data.challenge, input.response);
+  return addPasskey(db, { userId: user.id, email: user.email, name, ...credential }, cause, now);
 }
 
 /**
