@@ -1,28 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { visitor, type Visitor } from './helpers/anonymousForms.js';
+import { visitor } from './helpers/anonymousForms.js';
 import { signedIn } from './helpers/browserSession.js';
 import { addMember, DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
-import { enrolPasskey, enrolTotp } from './helpers/identityFactors.js';
+import { age, browserOf, enrolPasskey, enrolTotp } from './helpers/identityFactors.js';
 import { inviteMember } from '../src/domain/identity/invitations.js';
-import { openSession, signIn } from '../src/domain/sessions/sessions.js';
+import { openSession } from '../src/domain/sessions/sessions.js';
 import { nowIso } from '../src/domain/ids.js';
 
 const PASSWORD = 'correct horse battery';
-
-async function browserOf(h: Harness, email: string): Promise<Visitor> {
-  const { token } = await signIn(h.db.kysely, email, PASSWORD, new Date());
-  const person = visitor(h.app);
-  person.cookies.set('od_session', token);
-  return person;
-}
-
-async function age(h: Harness, userId: string, minutes: number): Promise<void> {
-  await h.db.kysely
-    .updateTable('sessions')
-    .set({ authenticated_at: nowIso(new Date(Date.now() - minutes * 60_000)) })
-    .where('user_id', '=', userId)
-    .execute();
-}
 
 async function join(h: Harness, orgId: string, userId: string, role: 'admin' | 'member'): Promise<void> {
   await h.db.kysely

@@ -1,31 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { visitor, type Visitor } from './helpers/anonymousForms.js';
 import { signedIn } from './helpers/browserSession.js';
 import { addMember, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
-import { enrolPasskey, enrolTotp, eventsOf, totpCode } from './helpers/identityFactors.js';
-import { signIn } from '../src/domain/sessions/sessions.js';
+import { age, browserOf, enrolPasskey, enrolTotp, eventsOf, totpCode } from './helpers/identityFactors.js';
 import { nowIso } from '../src/domain/ids.js';
 
 const PASSWORD = 'correct horse battery';
 const KEYS = '/settings/developer/keys';
 const KEY_FORM = { name: 'Sync', scopes: 'contacts:read', expires: '30' };
-
-/** A browser already signed in (a session opened by the domain), keeping its cookies as they rotate. */
-async function browserOf(h: Harness, email: string, remoteAddress?: string): Promise<Visitor> {
-  const { token } = await signIn(h.db.kysely, email, PASSWORD, new Date());
-  const person = visitor(h.app, remoteAddress);
-  person.cookies.set('od_session', token);
-  return person;
-}
-
-/** Makes every session of a user look signed in `minutes` ago. */
-async function age(h: Harness, userId: string, minutes: number): Promise<void> {
-  await h.db.kysely
-    .updateTable('sessions')
-    .set({ authenticated_at: nowIso(new Date(Date.now() - minutes * 60_000)) })
-    .where('user_id', '=', userId)
-    .execute();
-}
 
 const keyCount = async (h: Harness, orgId: string) =>
   (await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', orgId).execute()).length;

@@ -3,6 +3,8 @@ import { generateSync } from 'otplib';
 import { nowIso, randomBase62 } from '../../src/domain/ids.js';
 import { newTotpSecret, sealTotpSecret } from '../../src/domain/identity/totp.js';
 import type { Harness } from './harness.js';
+import { visitor, type Visitor } from './anonymousForms.js';
+import { signIn } from '../../src/domain/sessions/sessions.js';
 import { findSession } from '../../src/domain/sessions/sessions.js';
 import { formBody, type DashboardUser } from './browserSession.js';
 import { SECRET } from './harness.js';
@@ -101,3 +103,20 @@ export async function signInOverHttp(
 
 /** The short id a session is named by in lists and URLs: the first 16 hex digits of the SHA-256 of its cookie. */
 export const shortIdOf = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 16);
+
+/** A browser already signed in (a session opened by the domain), keeping its cookies as they rotate. */
+export async function browserOf(h: Harness, email: string, remoteAddress?: string): Promise<Visitor> {
+  const { token } = await signIn(h.db.kysely, email, 'correct horse battery', new Date());
+  const person = visitor(h.app, remoteAddress);
+  person.cookies.set('od_session', token);
+  return person;
+}
+
+/** Makes every session of a user look signed in `minutes` ago. */
+export async function age(h: Harness, userId: string, minutes: number): Promise<void> {
+  await h.db.kysely
+    .updateTable('sessions')
+    .set({ authenticated_at: nowIso(new Date(Date.now() - minutes * 60_000)) })
+    .where('user_id', '=', userId)
+    .execute();
+}
