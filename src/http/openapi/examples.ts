@@ -1,0 +1,286 @@
+import { API_PREFIX } from './routes.js';
+
+/**
+ * The examples of the document: one table of realistic values per named schema, all about the
+ * same organisation (Ada Lovelace, who carries the label VIP, is the one member of the group
+ * Newsletter; report.pdf is its one file), and a small walker that composes the examples of the
+ * shapes built from them (a list page is a page of the table's records). Ids have the real form
+ * (domain/ids.ts: a prefix, 8 characters of the creation time, 12 random), so that the code
+ * samples built from them (codeSamples.ts) name the same records.
+ */
+
+type Json = Record<string, unknown>;
+
+export const EXAMPLE_IDS = {
+  label: 'lbl_0VbVFlwOk3TzQ9wE1yUr',
+  contact: 'con_0VbVGCsAp4Hq7ZkN2mXv',
+  group: 'grp_0VbVGLwWd8Rf2JtY6bNc',
+  file: 'file_0VbVHJiVx5Lm3QaW9sEo',
+  event: 'evt_0VbbIYMQg7Ku1VnB4cZe',
+  org: 'org_0VbUa9Tq3LwF7nKd2RzH',
+  apiKey: 'key_0VbUb2Hn6RcT8mWq4YxJ',
+  request: 'req_8fK2mQ9xLp3vT7wZ1aB4',
+} as const;
+
+/** A signed link token as domain/files/links.ts makes them: `<file id>.<org id>.<expiry, base 36>.<signature>`. */
+const linkToken = (expiresAt: string, signature: string) =>
+  `${EXAMPLE_IDS.file}.${EXAMPLE_IDS.org}.${Date.parse(expiresAt).toString(36)}.${signature}`;
+
+export const EXAMPLE_LINKS = {
+  uploadToken: linkToken('2026-11-20T10:20:11.675Z', 'Qm3rT8vXk2Lp9sWd4Fh7Jn1Bc6Yz0AeG'),
+  downloadToken: linkToken('2026-11-21T10:17:44.310Z', 'Hd5Kp2Wq8Zr3Mx7Tn1Vb4Lc9Sf6Ju0Ya'),
+};
+
+const LABEL_CREATED = '2026-11-20T09:14:03.512Z';
+const CONTACT_CREATED = '2026-11-20T09:15:47.038Z';
+const GROUP_CREATED = '2026-11-20T09:16:21.904Z';
+const MEMBER_ADDED = '2026-11-20T09:17:02.266Z';
+const FILE_CREATED = '2026-11-20T09:20:11.675Z';
+const FILE_UPLOADED = '2026-11-20T09:20:13.120Z';
+const UPDATED = '2026-11-21T10:02:44.310Z';
+
+/** The values of the named schemas, by component name; `publicUrl` makes the links. */
+export function exampleTable(publicUrl: string): Record<string, unknown> {
+  const label = { object: 'label', id: EXAMPLE_IDS.label, name: 'VIP', created_at: LABEL_CREATED, updated_at: LABEL_CREATED };
+  const contactCreate = {
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    email: 'ada@example.com',
+    phone: '+44 20 7946 0958',
+    external_id: 'crm-00042',
+    metadata: { crm_tier: 'gold' },
+    label_ids: [EXAMPLE_IDS.label],
+  };
+  const contactUpdate = { notes: 'Prefers e-mail.' };
+  const { label_ids: _labelIds, ...contactFields } = contactCreate;
+  // The contact as it is now: created with ContactCreate, then updated with ContactUpdate.
+  const contact = {
+    object: 'contact',
+    id: EXAMPLE_IDS.contact,
+    ...contactFields,
+    address: null,
+    notes: contactUpdate.notes,
+    labels: [label],
+    source_type: 'api',
+    created_at: CONTACT_CREATED,
+    updated_at: UPDATED,
+  };
+  const groupCreate = { name: 'Newsletter', description: 'Monthly news' };
+  const groupUpdate = { metadata: { audience: 'customers' } };
+  const group = {
+    object: 'group',
+    id: EXAMPLE_IDS.group,
+    ...groupCreate,
+    ...groupUpdate,
+    member_count: 1,
+    created_at: GROUP_CREATED,
+    updated_at: UPDATED,
+  };
+  const fileCreate = { name: 'report.pdf', content_type: 'application/pdf', size: 48213 };
+  const file = {
+    object: 'file',
+    id: EXAMPLE_IDS.file,
+    ...fileCreate,
+    status: 'ready',
+    sha256: '9f2c4d1a7e3b5c8d0f6a2e4b7c9d1f3a5b7c9e1d3f5a7b9c1e3d5f7a9b1c3e5d',
+    created_at: FILE_CREATED,
+    updated_at: FILE_UPLOADED,
+    uploaded_at: FILE_UPLOADED,
+  };
+  const problem = (status: number, title: string, code: string, detail: string, extra: Json = {}) => ({
+    type: `${publicUrl}/docs/api/errors#${code}`,
+    title,
+    status,
+    code,
+    detail,
+    request_id: EXAMPLE_IDS.request,
+    ...extra,
+  });
+  return {
+    Label: label,
+    LabelCreate: { name: label.name },
+    LabelUpdate: { name: label.name },
+    LabelDeleted: { object: 'label', id: EXAMPLE_IDS.label, deleted: true },
+    Contact: contact,
+    ContactCreate: contactCreate,
+    ContactUpdate: contactUpdate,
+    ContactDeleted: { object: 'contact', id: EXAMPLE_IDS.contact, deleted: true },
+    ErasedContact: { object: 'contact', id: EXAMPLE_IDS.contact, erased: true },
+    ContactBatch: {
+      mode: 'upsert',
+      match_on: 'external_id',
+      contacts: [
+        { ...contactFields, notes: contactUpdate.notes },
+        { first_name: 'Grace', last_name: 'Hopper', email: 'grace@', external_id: 'crm-00043' },
+      ],
+    },
+    ContactBatchResult: {
+      object: 'batch_result',
+      data: [
+        { index: 0, status: 200, contact },
+        {
+          index: 1,
+          status: 400,
+          error: problem(400, 'Bad Request', 'invalid_request', 'email: must be an e-mail address.', {
+            errors: [{ field: 'email', message: 'must be an e-mail address' }],
+          }),
+        },
+      ],
+    },
+    Metadata: contact.metadata,
+    Group: group,
+    GroupCreate: groupCreate,
+    GroupUpdate: groupUpdate,
+    GroupDeleted: { object: 'group', id: EXAMPLE_IDS.group, deleted: true },
+    GroupMember: {
+      object: 'group_member',
+      id: EXAMPLE_IDS.contact,
+      group_id: EXAMPLE_IDS.group,
+      contact_id: EXAMPLE_IDS.contact,
+      added_at: MEMBER_ADDED,
+    },
+    GroupMembersAdd: { contact_ids: [EXAMPLE_IDS.contact] },
+    GroupMemberDeleted: { object: 'group_member', id: EXAMPLE_IDS.contact, deleted: true },
+    File: file,
+    FileCreate: fileCreate,
+    FileReservation: {
+      ...file,
+      status: 'pending',
+      sha256: null,
+      updated_at: FILE_CREATED,
+      uploaded_at: null,
+      upload_url: `${publicUrl}/uploads/${EXAMPLE_LINKS.uploadToken}`,
+      upload_expires_at: '2026-11-20T10:20:11.675Z',
+    },
+    FileDownload: {
+      object: 'file_download',
+      file_id: EXAMPLE_IDS.file,
+      url: `${publicUrl}/downloads/${EXAMPLE_LINKS.downloadToken}`,
+      expires_at: '2026-11-21T10:17:44.310Z',
+    },
+    FileDeleted: { object: 'file', id: EXAMPLE_IDS.file, deleted: true },
+    EventActor: { type: 'api_key', id: EXAMPLE_IDS.apiKey },
+    Event: {
+      object: 'event',
+      id: EXAMPLE_IDS.event,
+      type: 'contact.updated',
+      created_at: UPDATED,
+      actor: { type: 'api_key', id: EXAMPLE_IDS.apiKey },
+      request_id: EXAMPLE_IDS.request,
+      data: { object: contact, previous_attributes: { notes: null, updated_at: CONTACT_CREATED } },
+    },
+    Problem: problem(404, 'Not Found', 'not_found', `No contact ${EXAMPLE_IDS.contact}.`),
+  };
+}
+
+/**
+ * Answers that differ from the table's current state, by operationId: a create answers the record
+ * as it was made (before the update the table's state includes), a detach the contact without it.
+ */
+function answerOverrides(table: Record<string, unknown>, publicUrl: string): Record<string, unknown> {
+  const contact = table.Contact as Json;
+  const group = table.Group as Json;
+  const label = table.Label as Json;
+  return {
+    createContact: { ...contact, notes: null, updated_at: contact.created_at },
+    detachLabel: { ...contact, labels: [], updated_at: '2026-11-21T10:05:12.455Z' },
+    createGroup: { ...group, metadata: {}, member_count: 0, updated_at: group.created_at },
+    createLabel: label,
+    getOpenApi: {
+      openapi: '3.1.0',
+      info: { title: 'orgdata API', version: '1.0.0' },
+      servers: [{ url: `${publicUrl}${API_PREFIX}` }],
+      paths: {},
+    },
+  };
+}
+
+/** The value of a path parameter, by the path segment before it: `/groups/{id}/members/{contact_id}`. */
+const PATH_PARAMS: Record<string, string> = {
+  contacts: EXAMPLE_IDS.contact,
+  labels: EXAMPLE_IDS.label,
+  groups: EXAMPLE_IDS.group,
+  members: EXAMPLE_IDS.contact,
+  files: EXAMPLE_IDS.file,
+  events: EXAMPLE_IDS.event,
+  uploads: EXAMPLE_LINKS.uploadToken,
+  downloads: EXAMPLE_LINKS.downloadToken,
+};
+
+export function pathParamExample(path: string, name: string): string {
+  const segments = path.split('/');
+  const at = segments.indexOf(`{${name}}`);
+  const value = PATH_PARAMS[segments[at - 1] ?? ''];
+  if (at < 1 || value === undefined) throw new Error(`No example for the path parameter ${name} of ${path}`);
+  return value;
+}
+
+const REF = '#/components/schemas/';
+
+/**
+ * An example of `schema`: the table's value for a named schema, else one composed from its parts
+ * (a list page of the table's records, `null` where null is allowed, the first of an enum).
+ */
+export function exampleOf(schema: Json, table: Record<string, unknown>, schemas: Record<string, Json>): unknown {
+  if (typeof schema.$ref === 'string') {
+    const name = schema.$ref.slice(REF.length);
+    if (name in table) return table[name];
+    const target = schemas[name];
+    if (!target) throw new Error(`No schema ${name}`);
+    return exampleOf(target, table, schemas);
+  }
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  const branches = (schema.anyOf ?? schema.oneOf) as Json[] | undefined;
+  if (branches) return branches.some((b) => b.type === 'null') ? null : exampleOf(branches[0]!, table, schemas);
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  switch (schema.type) {
+    case 'object': {
+      const properties = (schema.properties ?? {}) as Record<string, Json>;
+      const required = new Set((schema.required ?? []) as string[]);
+      return Object.fromEntries(
+        Object.entries(properties)
+          .filter(([name]) => required.has(name))
+          .map(([name, property]) => [name, exampleOf(property, table, schemas)]),
+      );
+    }
+    case 'array':
+      return [exampleOf(schema.items as Json, table, schemas)];
+    case 'boolean':
+      return false;
+    case 'integer':
+    case 'number':
+      return schema.minimum ?? 0;
+    case 'string':
+      return 'string';
+    default:
+      throw new Error(`No example for the schema ${JSON.stringify(schema).slice(0, 200)}`);
+  }
+}
+
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'patch', 'delete']);
+
+/**
+ * Puts an example on every JSON request body and success answer, and on every path parameter,
+ * of the document's `paths` (the error answers have theirs from errorResponses.ts).
+ */
+export function attachExamples(paths: Record<string, Json>, schemas: Record<string, Json>, publicUrl: string): void {
+  const table = exampleTable(publicUrl);
+  const overrides = answerOverrides(table, publicUrl);
+  for (const [path, item] of Object.entries(paths)) {
+    for (const [method, op] of Object.entries(item) as [string, Json][]) {
+      if (!HTTP_METHODS.has(method)) continue;
+      for (const parameter of (op.parameters ?? []) as Json[]) {
+        if (parameter.in === 'path') parameter.example = pathParamExample(path, String(parameter.name));
+      }
+      const body = ((op.requestBody as Json | undefined)?.content as Record<string, Json> | undefined)?.['application/json'];
+      if (body) body.example = exampleOf(body.schema as Json, table, schemas);
+      for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+        const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
+        if (!/^2\d\d$/.test(status) || !media) continue;
+        const operationId = String(op.operationId);
+        media.example = operationId in overrides ? overrides[operationId] : exampleOf(media.schema as Json, table, schemas);
+      }
+    }
+  }
+}
