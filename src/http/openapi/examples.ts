@@ -14,6 +14,7 @@ type Json = Record<string, unknown>;
 export const EXAMPLE_IDS = {
   label: 'lbl_0VbVFlwOk3TzQ9wE1yUr',
   contact: 'con_0VbVGCsAp4Hq7ZkN2mXv',
+  secondContact: 'con_0VbbIYMQh2Ws5DfG8jKl',
   group: 'grp_0VbVGLwWd8Rf2JtY6bNc',
   file: 'file_0VbVHJiVx5Lm3QaW9sEo',
   event: 'evt_0VbbIYMQg7Ku1VnB4cZe',
@@ -65,6 +66,22 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
     created_at: CONTACT_CREATED,
     updated_at: UPDATED,
   };
+  const grace = {
+    object: 'contact',
+    id: EXAMPLE_IDS.secondContact,
+    first_name: 'Grace',
+    last_name: 'Hopper',
+    email: 'grace@example.com',
+    phone: null,
+    address: null,
+    notes: null,
+    external_id: 'crm-00043',
+    metadata: {},
+    labels: [],
+    source_type: 'api',
+    created_at: UPDATED,
+    updated_at: UPDATED,
+  };
   const groupCreate = { name: 'Newsletter', description: 'Monthly news' };
   const groupUpdate = { metadata: { audience: 'customers' } };
   const group = {
@@ -87,15 +104,6 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
     updated_at: FILE_UPLOADED,
     uploaded_at: FILE_UPLOADED,
   };
-  const problem = (status: number, title: string, code: string, detail: string, extra: Json = {}) => ({
-    type: `${publicUrl}/docs/api/errors#${code}`,
-    title,
-    status,
-    code,
-    detail,
-    request_id: EXAMPLE_IDS.request,
-    ...extra,
-  });
   return {
     Label: label,
     LabelCreate: { name: label.name },
@@ -111,20 +119,15 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
       match_on: 'external_id',
       contacts: [
         { ...contactFields, notes: contactUpdate.notes },
-        { first_name: 'Grace', last_name: 'Hopper', email: 'grace@', external_id: 'crm-00043' },
+        { first_name: grace.first_name, last_name: grace.last_name, email: grace.email, external_id: grace.external_id },
       ],
     },
+    // Ada matched on her external_id (200), Grace new (201).
     ContactBatchResult: {
       object: 'batch_result',
       data: [
         { index: 0, status: 200, contact },
-        {
-          index: 1,
-          status: 400,
-          error: problem(400, 'Bad Request', 'invalid_request', 'email: must be an e-mail address.', {
-            errors: [{ field: 'email', message: 'must be an e-mail address' }],
-          }),
-        },
+        { index: 1, status: 201, contact: grace },
       ],
     },
     Metadata: contact.metadata,
@@ -169,7 +172,14 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
       request_id: EXAMPLE_IDS.request,
       data: { object: contact, previous_attributes: { notes: null, updated_at: CONTACT_CREATED } },
     },
-    Problem: problem(404, 'Not Found', 'not_found', `No contact ${EXAMPLE_IDS.contact}.`),
+    Problem: {
+      type: `${publicUrl}/docs/api/errors#not_found`,
+      title: 'Not Found',
+      status: 404,
+      code: 'not_found',
+      detail: `No contact ${EXAMPLE_IDS.contact}.`,
+      request_id: EXAMPLE_IDS.request,
+    },
   };
 }
 
