@@ -81,7 +81,9 @@ export const CLIENT_SAMPLES: Record<string, ClientSample> = {
       "await writeFile('report.pdf', Buffer.from(await res.arrayBuffer()));\n" +
       "console.log(res.status, res.headers.get('content-type'));",
   },
-  listEvents: { code: () => walk('event', "orgdata.events.list({ type: 'contact.*' })", 'event.created_at, event.type, event.data.object.id') },
+  listEvents: {
+    code: () => walk('event', "orgdata.events.list({ type: 'contact.*' })", 'event.created_at, event.type, event.data.object.id'),
+  },
   getEvent: { code: (v) => print('event', `orgdata.events.get(${v.param('id')})`) },
   getOpenApi: {
     imports: ["import { VERSION } from '@orgdata/client';"],
