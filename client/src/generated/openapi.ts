@@ -1657,9 +1657,9 @@ export interface operations {
                      *             {
                      *               "object": "label",
                      *               "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *               "name": "VIP",
+                     *               "name": "Key account",
                      *               "created_at": "2026-11-20T09:14:03.512Z",
-                     *               "updated_at": "2026-11-20T09:14:03.512Z"
+                     *               "updated_at": "2026-11-20T11:41:29.087Z"
                      *             }
                      *           ],
                      *           "source_type": "api",
@@ -2182,9 +2182,9 @@ export interface operations {
                      *               {
                      *                 "object": "label",
                      *                 "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *                 "name": "VIP",
+                     *                 "name": "Key account",
                      *                 "created_at": "2026-11-20T09:14:03.512Z",
-                     *                 "updated_at": "2026-11-20T09:14:03.512Z"
+                     *                 "updated_at": "2026-11-20T11:41:29.087Z"
                      *               }
                      *             ],
                      *             "source_type": "api",
@@ -2476,9 +2476,9 @@ export interface operations {
                      *         {
                      *           "object": "label",
                      *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *           "name": "VIP",
+                     *           "name": "Key account",
                      *           "created_at": "2026-11-20T09:14:03.512Z",
-                     *           "updated_at": "2026-11-20T09:14:03.512Z"
+                     *           "updated_at": "2026-11-20T11:41:29.087Z"
                      *         }
                      *       ],
                      *       "source_type": "api",
@@ -2880,9 +2880,9 @@ export interface operations {
                      *         {
                      *           "object": "label",
                      *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *           "name": "VIP",
+                     *           "name": "Key account",
                      *           "created_at": "2026-11-20T09:14:03.512Z",
-                     *           "updated_at": "2026-11-20T09:14:03.512Z"
+                     *           "updated_at": "2026-11-20T11:41:29.087Z"
                      *         }
                      *       ],
                      *       "source_type": "api",
@@ -3138,9 +3138,9 @@ export interface operations {
                      *         {
                      *           "object": "label",
                      *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *           "name": "VIP",
+                     *           "name": "Key account",
                      *           "created_at": "2026-11-20T09:14:03.512Z",
-                     *           "updated_at": "2026-11-20T09:14:03.512Z"
+                     *           "updated_at": "2026-11-20T11:41:29.087Z"
                      *         }
                      *       ],
                      *       "source_type": "api",
@@ -3539,9 +3539,9 @@ export interface operations {
                      *         {
                      *           "object": "label",
                      *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *           "name": "VIP",
+                     *           "name": "Key account",
                      *           "created_at": "2026-11-20T09:14:03.512Z",
-                     *           "updated_at": "2026-11-20T09:14:03.512Z"
+                     *           "updated_at": "2026-11-20T11:41:29.087Z"
                      *         }
                      *       ],
                      *       "has_more": false,
@@ -3964,9 +3964,9 @@ export interface operations {
                      * @example {
                      *       "object": "label",
                      *       "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *       "name": "VIP",
+                     *       "name": "Key account",
                      *       "created_at": "2026-11-20T09:14:03.512Z",
-                     *       "updated_at": "2026-11-20T09:14:03.512Z"
+                     *       "updated_at": "2026-11-20T11:41:29.087Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Label"];
@@ -4326,7 +4326,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "VIP"
+                 *       "name": "Key account"
                  *     }
                  */
                 "application/json": components["schemas"]["LabelUpdate"];
@@ -4349,9 +4349,9 @@ export interface operations {
                      * @example {
                      *       "object": "label",
                      *       "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *       "name": "VIP",
+                     *       "name": "Key account",
                      *       "created_at": "2026-11-20T09:14:03.512Z",
-                     *       "updated_at": "2026-11-20T09:14:03.512Z"
+                     *       "updated_at": "2026-11-20T11:41:29.087Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Label"];
@@ -7363,9 +7363,9 @@ export interface operations {
                      *                 {
                      *                   "object": "label",
                      *                   "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *                   "name": "VIP",
+                     *                   "name": "Key account",
                      *                   "created_at": "2026-11-20T09:14:03.512Z",
-                     *                   "updated_at": "2026-11-20T09:14:03.512Z"
+                     *                   "updated_at": "2026-11-20T11:41:29.087Z"
                      *                 }
                      *               ],
                      *               "source_type": "api",
@@ -7577,9 +7577,9 @@ export interface operations {
                      *             {
                      *               "object": "label",
                      *               "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *               "name": "VIP",
+                     *               "name": "Key account",
                      *               "created_at": "2026-11-20T09:14:03.512Z",
-                     *               "updated_at": "2026-11-20T09:14:03.512Z"
+                     *               "updated_at": "2026-11-20T11:41:29.087Z"
                      *             }
                      *           ],
                      *           "source_type": "api",

@@ -33,6 +33,7 @@ export const EXAMPLE_LINKS = {
 };
 
 const LABEL_CREATED = '2026-11-20T09:14:03.512Z';
+const LABEL_RENAMED = '2026-11-20T11:41:29.087Z';
 const CONTACT_CREATED = '2026-11-20T09:15:47.038Z';
 const GROUP_CREATED = '2026-11-20T09:16:21.904Z';
 const MEMBER_ADDED = '2026-11-20T09:17:02.266Z';
@@ -42,7 +43,10 @@ const UPDATED = '2026-11-21T10:02:44.310Z';
 
 /** The values of the named schemas, by component name; `publicUrl` makes the links. */
 export function exampleTable(publicUrl: string): Record<string, unknown> {
-  const label = { object: 'label', id: EXAMPLE_IDS.label, name: 'VIP', created_at: LABEL_CREATED, updated_at: LABEL_CREATED };
+  // Made as `VIP` (LabelCreate), renamed since (LabelUpdate).
+  const labelCreate = { name: 'VIP' };
+  const labelUpdate = { name: 'Key account' };
+  const label = { object: 'label', id: EXAMPLE_IDS.label, ...labelUpdate, created_at: LABEL_CREATED, updated_at: LABEL_RENAMED };
   const contactCreate = {
     first_name: 'Ada',
     last_name: 'Lovelace',
@@ -106,8 +110,8 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
   };
   return {
     Label: label,
-    LabelCreate: { name: label.name },
-    LabelUpdate: { name: label.name },
+    LabelCreate: labelCreate,
+    LabelUpdate: labelUpdate,
     LabelDeleted: { object: 'label', id: EXAMPLE_IDS.label, deleted: true },
     Contact: contact,
     ContactCreate: contactCreate,
@@ -185,17 +189,19 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
 
 /**
  * Answers that differ from the table's current state, by operationId: a create answers the record
- * as it was made (before the update the table's state includes), a detach the contact without it.
+ * as it was made (before the updates the table's state includes), a detach the contact without it.
  */
 function answerOverrides(table: Record<string, unknown>, publicUrl: string): Record<string, unknown> {
   const contact = table.Contact as Json;
   const group = table.Group as Json;
   const label = table.Label as Json;
+  const createdLabel = { ...label, ...(table.LabelCreate as Json), updated_at: label.created_at };
   return {
-    createContact: { ...contact, notes: null, updated_at: contact.created_at },
+    // Made before the label was renamed and before the update that set its notes.
+    createContact: { ...contact, labels: [createdLabel], notes: null, updated_at: contact.created_at },
     detachLabel: { ...contact, labels: [], updated_at: '2026-11-21T10:05:12.455Z' },
     createGroup: { ...group, metadata: {}, member_count: 0, updated_at: group.created_at },
-    createLabel: label,
+    createLabel: createdLabel,
     getOpenApi: {
       openapi: '3.1.0',
       info: { title: 'orgdata API', version: '1.0.0' },
