@@ -7373,8 +7373,7 @@ export interface operations {
                      *               "updated_at": "2026-11-21T10:02:44.310Z"
                      *             },
                      *             "previous_attributes": {
-                     *               "notes": null,
-                     *               "updated_at": "2026-11-20T09:15:47.038Z"
+                     *               "notes": null
                      *             }
                      *           }
                      *         }
@@ -7587,8 +7586,7 @@ export interface operations {
                      *           "updated_at": "2026-11-21T10:02:44.310Z"
                      *         },
                      *         "previous_attributes": {
-                     *           "notes": null,
-                     *           "updated_at": "2026-11-20T09:15:47.038Z"
+                     *           "notes": null
                      *         }
                      *       }
                      *     }

@@ -174,7 +174,7 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
       created_at: UPDATED,
       actor: { type: 'api_key', id: EXAMPLE_IDS.apiKey },
       request_id: EXAMPLE_IDS.request,
-      data: { object: contact, previous_attributes: { notes: null, updated_at: CONTACT_CREATED } },
+      data: { object: contact, previous_attributes: { notes: null } },
     },
     Problem: {
       type: `${publicUrl}/docs/api/errors#not_found`,
