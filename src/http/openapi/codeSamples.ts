@@ -129,7 +129,8 @@ function curl(method: string, url: string, op: Json): string {
   if (authenticated) parts.push('-H "Authorization: Bearer $ORGDATA_API_KEY"');
   if (body !== undefined) parts.push('-H "Content-Type: application/json"');
   if (idempotent) parts.push(`-H "Idempotency-Key: ${idempotencyKey(String(op.operationId))}"`);
-  if (body !== undefined) parts.push(`-d ${shellQuote(JSON.stringify(body, null, 2))}`);
+  // Indented under the command; the spaces are JSON whitespace.
+  if (body !== undefined) parts.push(`-d ${shellQuote(JSON.stringify(body, null, 2).replace(/\n/g, '\n  '))}`);
   // The link operations move bytes: the file's own type up, the bytes into a file down.
   if (op.operationId === 'uploadFile') parts.push('-H "Content-Type: application/pdf"', '--data-binary @report.pdf');
   if (op.operationId === 'downloadFile') parts.push('-o report.pdf');
