@@ -55,7 +55,7 @@ function baseUrl(base: string, apiKey: string, name: string): string {
   }
   // The key goes in a header, never in a URL (the API refuses one there, and URLs end up in logs).
   // Checked before any message below repeats the URL.
-  if (base.includes(apiKey) || url.username || url.password || url.search || url.hash) {
+  if (base.includes(apiKey) || url.username || url.password || /[?#]/.test(url.href)) {
     throw new Error(`Orgdata: ${name} must not carry credentials, a query or a fragment; pass the key as apiKey.`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {

@@ -157,6 +157,7 @@ describe('construction', () => {
     expect(withKey).toMatch(/must not carry credentials/);
     expect(withKey).not.toContain(options.apiKey);
     expect(refused('https://orgdata.example.com/api/v1#x')).toMatch(/fragment/);
+    expect(refused('https://orgdata.example.com/api/v1?')).toMatch(/a query/);
 
     // A trailing slash, and a path in front (behind a reverse proxy), are fine.
     for (const fine of [
