@@ -122,7 +122,15 @@ describe('orgdata CLI for an operator', { timeout: 240_000 }, () => {
     const short = await cli(env, ['org', 'create', '--name', 'Short', '--admin-email', 'eve@example.com', '--json'], 'short\n');
     expect(short.code).toBe(1);
     expect(JSON.parse(short.stdout).error).toMatchObject({ code: 'invalid_request' });
-    const shortArg = await cli(env, [...create.slice(0, 3), 'Short', '--admin-email', 'eve@example.com', '--admin-password', 'short', '--json']);
+    const shortArg = await cli(env, [
+      ...create.slice(0, 3),
+      'Short',
+      '--admin-email',
+      'eve@example.com',
+      '--admin-password',
+      'short',
+      '--json',
+    ]);
     expect(JSON.parse(shortArg.stdout).error).toEqual(JSON.parse(short.stdout).error);
     expect(await json(env, ['org', 'list'])).toHaveLength(1);
 
@@ -148,7 +156,8 @@ describe('orgdata CLI for an operator', { timeout: 240_000 }, () => {
 
     const db = new SQLite(path.join(env.DATA_DIR, 'orgdata.sqlite'));
     try {
-      const hashOf = (id: string) => (db.prepare('select password_hash from users where id = ?').get(id) as { password_hash: string }).password_hash;
+      const hashOf = (id: string) =>
+        (db.prepare('select password_hash from users where id = ?').get(id) as { password_hash: string }).password_hash;
       const cy = db.prepare("select id from users where email = 'cy@example.com'").get() as { id: string };
       expect(await verifyPassword(hashOf(made.user.id), 'correct horse battery')).toBe(true);
       expect(await verifyPassword(hashOf(bob.id), 'a good long password')).toBe(true);

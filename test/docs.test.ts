@@ -66,7 +66,9 @@ describe('the README and docs/', () => {
   });
 
   it("derive anchors by GitHub's rules", () => {
-    const slugs = anchors("# Find a request by its `request_id`\n## Export an organisation's data\n## Stop it\n### Stop it\n```sh\n# not a heading\n```\n");
+    const slugs = anchors(
+      "# Find a request by its `request_id`\n## Export an organisation's data\n## Stop it\n### Stop it\n```sh\n# not a heading\n```\n",
+    );
     expect([...slugs]).toEqual(['find-a-request-by-its-request_id', 'export-an-organisations-data', 'stop-it', 'stop-it-1']);
   });
 
@@ -96,7 +98,15 @@ describe('the README and docs/', () => {
           },
         });
       loadConfig(recorded({ DATA_DIR: dir, SECRET_KEY: 'x'.repeat(40) }));
-      loadConfig(recorded({ DATA_DIR: dir, SECRET_KEY: 'x'.repeat(40), BLOB_STORE: 's3', S3_BUCKET: 'orgdata-docs', S3_ENDPOINT: 'http://127.0.0.1:9' }));
+      loadConfig(
+        recorded({
+          DATA_DIR: dir,
+          SECRET_KEY: 'x'.repeat(40),
+          BLOB_STORE: 's3',
+          S3_BUCKET: 'orgdata-docs',
+          S3_ENDPOINT: 'http://127.0.0.1:9',
+        }),
+      );
       return names;
     };
 

@@ -44,8 +44,7 @@ function loginPage(options: {
     notice: options.notice,
     body: html`<div class="login card">
       <h1>Sign in to orgdata</h1>
-      ${options.freshInstall ? FRESH_INSTALL : ''}
-      ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
+      ${options.freshInstall ? FRESH_INSTALL : ''} ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
       <form method="post" action="/login" novalidate>
         <input type="hidden" name="next" value="${options.next ?? ''}" />
         ${field({ name: 'email', label: 'Email', type: 'email', value: options.email, errors: options.errors, required: true, autocomplete: 'username' })}
