@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ function prose(markdown: string): string {
 }
 
 /** GitHub's anchors for a page's headings: lower case, punctuation but `-` and `_` dropped, spaces to `-`, repeats numbered. */
-export function anchors(markdown: string): Set<string> {
+function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   for (const [, heading] of prose(markdown).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
@@ -132,6 +132,5 @@ describe('the README and docs/', () => {
     const doc = read('docs/operations.md').replaceAll('\\|', '|');
     const missing = commands.filter((command) => !doc.includes(`\`${command}`));
     expect(missing).toEqual([]);
-    expect(statSync(path.join(ROOT, 'docs/operations.md')).size).toBeGreaterThan(0);
   });
 });
