@@ -41,7 +41,7 @@ if (tsc) {
   } else {
     console.log(
       `${name}: no TypeScript here (a production install) and no dist/: build it first with the dev dependencies ` +
-        '(`npm ci && npm run build`, or scripts/build-runtime.sh; README, "Deploy")',
+        '(`npm ci && npm run build`, or scripts/build-runtime.sh; docs/deploy.md)',
     );
   }
 }
