@@ -3,7 +3,7 @@
 #   docker build -t orgdata .
 #   docker run -p 3000:3000 -v orgdata-data:/data orgdata
 # The install and build steps are scripts/build-runtime.sh, which CI also runs and starts
-# (scripts/check-deploy.sh), since no image can be built there. README, "Deploy".
+# (scripts/check-deploy.sh), since no image can be built there. docs/deploy.md.
 
 FROM node:20-bookworm-slim AS build
 # better-sqlite3 compiles from source when its prebuilt binary cannot be downloaded.
@@ -31,6 +31,6 @@ VOLUME ["/data"]
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Exec form: node is PID 1 and gets SIGTERM itself (a graceful shutdown, README "Stop it").
+# Exec form: node is PID 1 and gets SIGTERM itself (a graceful shutdown, docs/scale-out.md, "Stop it").
 # Other commands the same way: docker run --rm orgdata node dist/cli.js migrate
 CMD ["node", "dist/cli.js", "serve"]

@@ -28,14 +28,18 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata serve                      run the server (applies pending migrations first)
   orgdata migrate [--accept-new-secret]
                                      apply migrations and exit (creates the database when there is none)
-  orgdata org create --name NAME --admin-email EMAIL --admin-password PW
+  orgdata org create --name NAME --admin-email EMAIL
+                                     reads the admin's password from standard input (a prompt on a terminal);
+                                     --admin-password PW still works (avoid: visible in ps and shell history)
   orgdata org list                   organisations with their ids
   orgdata org export --org ORG_ID --to DIR
                                      one organisation's data and files, without secrets, for its owner
   orgdata org policy --org ORG_ID [--require-2fa nobody|admins|everyone]
                                      show or set who must use two-factor authentication
   orgdata users list --org ORG_ID
-  orgdata users add --org ORG_ID --email EMAIL --password PW --role admin|member
+  orgdata users add --org ORG_ID --email EMAIL --role admin|member
+                                     reads the password from standard input (a prompt on a terminal);
+                                     --password PW still works (avoid: visible in ps and shell history)
   orgdata users set-role --org ORG_ID --email EMAIL --role admin|member
   orgdata users set-password --org ORG_ID --email EMAIL
                                      reads the new password from standard input (a prompt on a terminal)
@@ -61,7 +65,7 @@ const USAGE = `orgdata — operator commands (every command takes --json)
   orgdata export --to DIR            the whole installation in a database-neutral format (JSON lines, files, manifest)
   orgdata import --from DIR          an export into an empty installation (SQLite or PostgreSQL, local or S3), same SECRET_KEY
 
-Configuration comes from the environment (see README): DATA_DIR, DATABASE_URL, SECRET_KEY, …`;
+Configuration comes from the environment (see docs/configuration.md): DATA_DIR, DATABASE_URL, SECRET_KEY, …`;
 
 async function run(argv: string[]): Promise<{ json: unknown; text: string } | null> {
   const { values, positionals } = parseArgs({
@@ -154,27 +158,21 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     case 'sso remove':
       return ssoCommand(config, action!, values);
     case 'org create': {
-      const result = await withDb(config, (db) =>
-        createOrg(db.kysely, {
-          name: required(values, 'name'),
-          adminEmail: required(values, 'admin-email'),
-          adminPassword: required(values, 'admin-password'),
-        }),
-      );
+      const name = required(values, 'name');
+      const adminEmail = required(values, 'admin-email');
+      const adminPassword = values['admin-password'] ?? (await readNewPassword(`Password for ${adminEmail}: `));
+      const result = await withDb(config, (db) => createOrg(db.kysely, { name, adminEmail, adminPassword }));
       return {
         json: result,
         text: `created organisation ${result.org.id} (${result.org.name}) with admin ${result.user.email} (${result.user.id})`,
       };
     }
     case 'users add': {
-      const user = await withDb(config, (db) =>
-        addUser(db.kysely, {
-          orgId: required(values, 'org'),
-          email: required(values, 'email'),
-          password: required(values, 'password'),
-          role: required(values, 'role'),
-        }),
-      );
+      const orgId = required(values, 'org');
+      const email = required(values, 'email');
+      const role = required(values, 'role');
+      const password = values.password ?? (await readNewPassword(`Password for ${email}: `));
+      const user = await withDb(config, (db) => addUser(db.kysely, { orgId, email, password, role }));
       const note = user.created ? '' : ' (existing user: their password is unchanged)';
       return { json: user, text: `added ${user.email} (${user.id}) as ${user.role}${note}` };
     }

@@ -110,6 +110,63 @@ describe('orgdata CLI for an operator', { timeout: 240_000 }, () => {
     expect((await cli(a, ['org', 'list'])).code).toBe(1);
   });
 
+  it('org create and users add read the password from standard input or a terminal prompt, not only an argument', async () => {
+    const env = { DATA_DIR: tempDir(), SECRET_KEY: SECRET_A };
+    await json(env, ['migrate']);
+    const create = ['org', 'create', '--name', 'Piped', '--admin-email', 'ada@example.com'];
+    // Standard input's first line is the password; nothing else of it is read as one.
+    const made = await json(env, create, 'correct horse battery\nnot this\n');
+    const add = ['users', 'add', '--org', made.org.id, '--email', 'bob@example.com', '--role', 'member'];
+    const bob = await json(env, add, 'a good long password\n');
+    // A too-short password gets the error an argument gets, and makes nothing.
+    const short = await cli(env, ['org', 'create', '--name', 'Short', '--admin-email', 'eve@example.com', '--json'], 'short\n');
+    expect(short.code).toBe(1);
+    expect(JSON.parse(short.stdout).error).toMatchObject({ code: 'invalid_request' });
+    const shortArg = await cli(env, [
+      ...create.slice(0, 3),
+      'Short',
+      '--admin-email',
+      'eve@example.com',
+      '--admin-password',
+      'short',
+      '--json',
+    ]);
+    expect(JSON.parse(shortArg.stdout).error).toEqual(JSON.parse(short.stdout).error);
+    expect(await json(env, ['org', 'list'])).toHaveLength(1);
+
+    // On a terminal: asked twice on stderr, not echoed, so `$(...)` captures only the answer.
+    const typed = await new Promise<Run>((resolve) => {
+      const args = ['--import', 'tsx', CLI, 'users', 'add', '--org', made.org.id, '--email', 'cy@example.com', '--role', 'admin', '--json'];
+      const command = [process.execPath, ...args].map((a) => `'${a}'`).join(' ');
+      // script(1) gives the CLI a pseudo-terminal; the password is typed into it, twice.
+      const child = spawn('script', ['-qec', command, '/dev/null'], {
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...env },
+      });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (stdout.endsWith('Password for cy@example.com: ')) child.stdin.write('typed on a terminal\r');
+        if (stdout.endsWith('Again: ')) child.stdin.write('typed on a terminal\r');
+      });
+      child.on('close', (code) => resolve({ code, stdout, stderr: '' }));
+    });
+    expect(typed.code, typed.stdout).toBe(0);
+    expect(typed.stdout).not.toContain('typed on a terminal');
+    expect(typed.stdout).toMatch(/"email": "cy@example.com"/);
+
+    const db = new SQLite(path.join(env.DATA_DIR, 'orgdata.sqlite'));
+    try {
+      const hashOf = (id: string) =>
+        (db.prepare('select password_hash from users where id = ?').get(id) as { password_hash: string }).password_hash;
+      const cy = db.prepare("select id from users where email = 'cy@example.com'").get() as { id: string };
+      expect(await verifyPassword(hashOf(made.user.id), 'correct horse battery')).toBe(true);
+      expect(await verifyPassword(hashOf(bob.id), 'a good long password')).toBe(true);
+      expect(await verifyPassword(hashOf(cy.id), 'typed on a terminal')).toBe(true);
+    } finally {
+      db.close();
+    }
+  });
+
   it('lists organisations and members, and resets a password read from standard input', async () => {
     const env = { DATA_DIR: tempDir(), SECRET_KEY: SECRET_A };
     await json(env, ['migrate']);

@@ -10,7 +10,10 @@ import { verify } from './webhooks.js';
 export interface OrgdataOptions {
   /** `od_live_…`; default: the ORGDATA_API_KEY environment variable. Sent only in the Authorization header. */
   apiKey?: string;
-  /** The API's base, e.g. `https://orgdata.example.com/api/v1`; default: the ORGDATA_BASE_URL environment variable. */
+  /**
+   * The API's base: an http(s) URL whose path ends in `/api/v1`, e.g. `https://orgdata.example.com/api/v1`
+   * (a trailing slash is fine; anything else is refused here). Default: the ORGDATA_BASE_URL environment variable.
+   */
   baseUrl?: string;
   /** Retries after a 429, a 409 `idempotency_conflict`, a 5xx, a network error or a timeout (default 2). */
   maxRetries?: number;
@@ -35,6 +38,36 @@ function count(name: string, value: number, min: number): number {
   return value;
 }
 
+const EXAMPLE_BASE_URL = 'https://orgdata.example.com/api/v1';
+
+/**
+ * The API's base as the transport joins paths to it (no trailing slash), or a clear error. The path
+ * must end in /api/v1: the server's origin alone would send `/contacts` to the dashboard, which
+ * answers 401 or 404 with no problem document, a riddle better refused here. `name` is what the
+ * caller set (the option or the environment variable), for the message.
+ */
+function baseUrl(base: string, apiKey: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new Error(`Orgdata: ${name} is not a URL; it should look like ${EXAMPLE_BASE_URL}.`);
+  }
+  // The key goes in a header, never in a URL (the API refuses one there, and URLs end up in logs).
+  // Checked before any message below repeats the URL.
+  if (base.includes(apiKey) || url.username || url.password || /[?#]/.test(url.href)) {
+    throw new Error(`Orgdata: ${name} must not carry credentials, a query or a fragment; pass the key as apiKey.`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new Error(`Orgdata: ${name} should be an http(s) URL, such as ${EXAMPLE_BASE_URL}: got ${url.href}`);
+  }
+  const href = url.href.replace(/\/+$/, '');
+  if (!url.pathname.replace(/\/+$/, '').endsWith('/api/v1')) {
+    throw new Error(`Orgdata: ${name} should end in /api/v1, such as ${EXAMPLE_BASE_URL}: got ${href}`);
+  }
+  return href;
+}
+
 /** The orgdata API: `new Orgdata({ apiKey, baseUrl })`. */
 export class Orgdata {
   /** Webhook deliveries: `Orgdata.webhooks.verify(rawBody, headers, secret)` answers the event or throws. */
@@ -55,23 +88,15 @@ export class Orgdata {
     }
     const apiKey = options.apiKey ?? env('ORGDATA_API_KEY');
     if (!apiKey) throw new Error('Orgdata: pass apiKey (or set ORGDATA_API_KEY).');
+    const fromEnv = options.baseUrl === undefined;
     const base = options.baseUrl ?? env('ORGDATA_BASE_URL');
-    if (!base) throw new Error('Orgdata: pass baseUrl, e.g. https://orgdata.example.com/api/v1 (or set ORGDATA_BASE_URL).');
-    let url: URL;
-    try {
-      url = new URL(base);
-    } catch {
-      throw new Error('Orgdata: baseUrl is not a URL.');
-    }
-    // The key goes in a header, never in a URL (the API refuses one there, and URLs end up in logs).
-    if (base.includes(apiKey) || url.username || url.password || url.search) {
-      throw new Error('Orgdata: baseUrl must not carry credentials or a query; pass the key as apiKey.');
-    }
+    if (!base) throw new Error(`Orgdata: pass baseUrl, such as ${EXAMPLE_BASE_URL} (or set ORGDATA_BASE_URL).`);
+    const url = baseUrl(base, apiKey, fromEnv ? 'ORGDATA_BASE_URL' : 'baseUrl');
     const fetchImpl = options.fetch ?? globalThis.fetch;
     if (typeof fetchImpl !== 'function') throw new Error('Orgdata: no global fetch (Node 20 or later is needed), and no fetch option.');
     this.#transport = new Transport({
       apiKey,
-      baseUrl: url.href.replace(/\/+$/, ''),
+      baseUrl: url,
       maxRetries: count('maxRetries', options.maxRetries ?? 2, 0),
       timeout: count('timeout', options.timeout ?? 60_000, 1),
       maxRetryDelayMs: count('maxRetryDelayMs', options.maxRetryDelayMs ?? 60_000, 0),

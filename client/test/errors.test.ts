@@ -133,6 +133,51 @@ describe('construction', () => {
     expect(() => new Orgdata({ ...options, dangerouslyAllowBrowser: true })).not.toThrow();
   });
 
+  it('takes a base URL only if it is http(s) and ends in /api/v1, from the option or ORGDATA_BASE_URL', () => {
+    const rule = (got: string) => `should end in /api/v1, such as https://orgdata.example.com/api/v1: got ${got}`;
+    const refused = (baseUrl: string) => {
+      try {
+        new Orgdata({ ...options, baseUrl });
+        return null;
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(refused('https://orgdata.example.com')).toBe(`Orgdata: baseUrl ${rule('https://orgdata.example.com')}`);
+    expect(refused('https://orgdata.example.com/')).toBe(`Orgdata: baseUrl ${rule('https://orgdata.example.com')}`);
+    expect(refused('https://orgdata.example.com/api')).toBe(`Orgdata: baseUrl ${rule('https://orgdata.example.com/api')}`);
+    expect(refused('https://orgdata.example.com/api/v2')).toMatch(/should end in \/api\/v1/);
+    expect(refused('https://orgdata.example.com/api/v1/contacts')).toMatch(/should end in \/api\/v1/);
+    expect(refused('ftp://orgdata.example.com/api/v1')).toBe(
+      'Orgdata: baseUrl should be an http(s) URL, such as https://orgdata.example.com/api/v1: got ftp://orgdata.example.com/api/v1',
+    );
+    expect(refused('orgdata.example.com/api/v1')).toMatch(/not a URL; it should look like https:\/\/orgdata\.example\.com\/api\/v1/);
+    // Credentials are refused without repeating them.
+    const withKey = refused(`https://user:${options.apiKey}@orgdata.example.com`);
+    expect(withKey).toMatch(/must not carry credentials/);
+    expect(withKey).not.toContain(options.apiKey);
+    expect(refused('https://orgdata.example.com/api/v1#x')).toMatch(/fragment/);
+    expect(refused('https://orgdata.example.com/api/v1?')).toMatch(/a query/);
+
+    // A trailing slash, and a path in front (behind a reverse proxy), are fine.
+    for (const fine of [
+      'https://orgdata.example.com/api/v1',
+      'https://orgdata.example.com/api/v1/',
+      'http://10.0.0.1:3000/orgdata/api/v1',
+    ]) {
+      expect(refused(fine), fine).toBeNull();
+    }
+
+    const saved = process.env.ORGDATA_BASE_URL;
+    process.env.ORGDATA_BASE_URL = 'http://127.0.0.1:3000';
+    try {
+      expect(() => new Orgdata({ apiKey: options.apiKey })).toThrow(`Orgdata: ORGDATA_BASE_URL ${rule('http://127.0.0.1:3000')}`);
+    } finally {
+      if (saved === undefined) delete process.env.ORGDATA_BASE_URL;
+      else process.env.ORGDATA_BASE_URL = saved;
+    }
+  });
+
   it('needs a key and a base URL, and checks its numbers', () => {
     const saved = { key: process.env.ORGDATA_API_KEY, url: process.env.ORGDATA_BASE_URL };
     delete process.env.ORGDATA_API_KEY;

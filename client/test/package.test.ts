@@ -34,7 +34,7 @@ describe('@orgdata/client as built (black box, against `npm start`: node dist/cl
 
   it('is built from the current sources (`npm install` builds it; after a change: npm run -w client build)', () => {
     const sources = readdirSync(path.join(CLIENT, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
-    const built = statSync(path.join(CLIENT, 'dist/index.js')).mtimeMs;
+    const built = Math.min(...['dist/esm/index.js', 'dist/cjs/index.js'].map((f) => statSync(path.join(CLIENT, f)).mtimeMs));
     const newer = sources.filter((f) => statSync(path.join(CLIENT, 'src', f)).mtimeMs > built);
     expect(newer, 'client/dist is older than these sources: run npm run -w client build').toEqual([]);
   });

@@ -56,7 +56,7 @@ function notOnPostgres(config: Config, what: 'backup' | 'restore'): void {
     'not_supported',
     `orgdata ${what} copies a SQLite installation; this one uses PostgreSQL (DATABASE_URL). Back it up with PostgreSQL's own tools: ` +
       '`pg_dump --format=custom --file=orgdata.dump "$DATABASE_URL"` while it runs, and `pg_restore --dbname="$DATABASE_URL" orgdata.dump` ' +
-      'into an empty database; keep versioning on in the S3 bucket (the file bytes) and keep SECRET_KEY. See the README, "Back up and restore".',
+      'into an empty database; keep versioning on in the S3 bucket (the file bytes) and keep SECRET_KEY. See docs/operations.md, "Back up and restore".',
   );
 }
 

@@ -32,7 +32,7 @@ button.secondary,.button.secondary{background:#f6f8fa;color:var(--fg);border-col
 .checks legend{font-weight:600;font-size:.9rem;margin-bottom:.3rem}.checks label{font-weight:400}
 .pager{display:flex;gap:.5rem;margin-top:.5rem}.bulk{border:1px solid var(--line);border-radius:6px;padding:.4rem .9rem .6rem;margin:.5rem 0}.bulk legend{font-weight:600;font-size:.9rem}.check{font-weight:400;display:block;margin-top:.5rem}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .card{border:1px solid var(--line);border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}
-.login{max-width:24rem;margin:4rem auto}.login h1{text-align:center}.login .sso{margin-top:1.5rem;border-top:1px solid var(--line);padding-top:.5rem}.sso-remove{margin-top:1rem}
+.login{max-width:24rem;margin:4rem auto}.login h1{text-align:center}.fresh-install{border:1px solid var(--line);border-radius:6px;padding:.5rem .9rem;margin-bottom:1rem}.fresh-install pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85rem}.login .sso{margin-top:1.5rem;border-top:1px solid var(--line);padding-top:.5rem}.sso-remove{margin-top:1rem}
 .card>h2:first-child{margin-top:0}.upload-status{margin:0;align-self:center}.upload-status:empty{display:none}
 pre.example{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.6rem .9rem;overflow-x:auto}
 dl.counts{display:grid;grid-template-columns:max-content max-content;gap:.2rem 1rem}dl.counts dt{font-weight:600}dl.counts dd{margin:0}

@@ -15,14 +15,36 @@ import type { DashboardDeps } from '../dashboardDeps.js';
 import { passwordRefusedBySso } from '../../domain/identity/ssoSignIn.js';
 import { signInPageCsp, ssoForm } from './ssoForm.js';
 
-function loginPage(options: { email?: string; errors?: FieldErrors; alert?: string; next?: string; notice?: string | null }): string {
+/**
+ * A fresh install has no organisation, so nobody can sign in yet: say how to make the first one.
+ * Only whether any organisation exists shows, and only until one does.
+ */
+const FRESH_INSTALL = html`<div class="fresh-install" role="note">
+  <p><strong>No organisation yet.</strong> Make the first one, with its admin, from a terminal in the server's directory:</p>
+  <pre><code>npm run orgdata -- org create --name "Your organisation" --admin-email you@example.com</code></pre>
+  <p class="hint">It asks for the admin's password; then sign in here with that email and password.</p>
+</div>`;
+
+async function noOrganisationYet(db: DashboardDeps['db']): Promise<boolean> {
+  const any = await db.selectFrom('orgs').select('id').limit(1).executeTakeFirst();
+  return any === undefined;
+}
+
+function loginPage(options: {
+  email?: string;
+  errors?: FieldErrors;
+  alert?: string;
+  next?: string;
+  notice?: string | null;
+  freshInstall?: boolean;
+}): string {
   return page({
     title: 'Sign in',
     session: null,
     notice: options.notice,
     body: html`<div class="login card">
       <h1>Sign in to orgdata</h1>
-      ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
+      ${options.freshInstall ? FRESH_INSTALL : ''} ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
       <form method="post" action="/login" novalidate>
         <input type="hidden" name="next" value="${options.next ?? ''}" />
         ${field({ name: 'email', label: 'Email', type: 'email', value: options.email, errors: options.errors, required: true, autocomplete: 'username' })}
@@ -48,7 +70,9 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
   });
   app.get('/login', async (request, reply) => {
     const next = text(request.query, 'next');
-    return reply.type('text/html; charset=utf-8').send(loginPage({ next, notice: takeFlash(request, reply) }));
+    // The hint is a convenience: a database that cannot answer must not cost the sign-in page.
+    const freshInstall = await noOrganisationYet(db).catch(() => false);
+    return reply.type('text/html; charset=utf-8').send(loginPage({ next, notice: takeFlash(request, reply), freshInstall }));
   });
 
   app.post('/login', async (request, reply) => {

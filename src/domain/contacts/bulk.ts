@@ -25,7 +25,7 @@ export type BulkTarget = { ids: string[] } | { filters: ListedFilters };
 /**
  * At most this many contacts in one action (the count's bound: the list says exactly how many
  * an action would touch). Measured: adding a label to 10,000 contacts, each with its event, takes
- * about a second in one transaction (see the README); a larger set is refused with a message
+ * about a second in one transaction (see docs/dashboard.md); a larger set is refused with a message
  * rather than holding the database's write lock for longer.
  */
 export const BULK_LIMIT = COUNT_BOUND;

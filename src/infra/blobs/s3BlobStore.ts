@@ -123,7 +123,7 @@ export class S3BlobStore implements BlobStore {
   /**
    * Aborts a failed multipart upload so that its parts are dropped, waiting at most ABORT_WAIT_MS:
    * on a store that stalls the request goes on in the background, and the bucket's lifecycle rule
-   * for incomplete multipart uploads (README) drops what it could not.
+   * for incomplete multipart uploads (docs/scale-out.md, "File bytes in S3") drops what it could not.
    */
   private async abortMultipart(key: string, uploadId: string | undefined): Promise<void> {
     if (!uploadId) return;
