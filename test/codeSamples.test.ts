@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_SAMPLES } from '../src/http/openapi/codeSamples.js';
@@ -93,10 +95,13 @@ describe('code samples run against a real server', { timeout: 120_000 }, () => {
     ({ key } = await orgWithKey(env.env));
     server = await startServerProcess(env);
     ops = operations((await (await fetch(`${env.url}/api/v1/openapi.json`)).json()) as Json);
-    // Inside the repository, so that `@orgdata/client` resolves to the workspace client.
-    mkdirSync(path.join(ROOT, 'test/.tmp'), { recursive: true });
-    work = mkdtempSync(path.join(ROOT, 'test/.tmp/code-samples-'));
-    expect(existsSync(path.join(ROOT, 'node_modules/@orgdata/client/dist/index.js')), 'npm ci builds the client').toBe(true);
+    // Outside the repository (other suites check it gains no file), with the workspace client
+    // linked in as an installed package would be.
+    work = mkdtempSync(path.join(tmpdir(), 'orgdata-samples-'));
+    const entry = createRequire(path.join(ROOT, 'package.json')).resolve('@orgdata/client');
+    expect(existsSync(entry), `${entry}: npm ci builds the client`).toBe(true);
+    mkdirSync(path.join(work, 'node_modules/@orgdata'), { recursive: true });
+    symlinkSync(realpathSync(path.join(ROOT, 'node_modules/@orgdata/client')), path.join(work, 'node_modules/@orgdata/client'));
   }, 60_000);
   afterAll(async () => {
     server?.child.kill('SIGTERM');
@@ -130,7 +135,8 @@ describe('code samples run against a real server', { timeout: 120_000 }, () => {
   async function client(operationId: string): Promise<string> {
     const file = path.join(work, `${operationId}.mts`);
     writeFileSync(file, substituted(clientOf(ops.get(operationId)!)!.source));
-    return run('npx', ['tsx', file]);
+    // The repository's tsx (--no: never download one), run in the sample's directory.
+    return run('npx', ['--no', '--prefix', ROOT, 'tsx', file]);
   }
   const idIn = (output: string, prefix: string) => new RegExp(`id: '(${prefix}_[A-Za-z0-9]+)'`).exec(output)?.[1];
 
