@@ -54,7 +54,8 @@ describe('code samples in the OpenAPI document', () => {
       const curl = curlOf(op);
       const client = clientOf(op);
       expect(curl?.lang, `${operationId} has a curl sample`).toBe('Shell');
-      expect(client?.source, `${operationId} has a client sample`).toContain('@orgdata/client');
+      expect(client, `${operationId} has a client sample (src/http/openapi/codeSamples.ts)`).toBeDefined();
+      expect(client!.source).toContain('@orgdata/client');
       const source = curl!.source;
       expect(source).toMatch(new RegExp(`^curl -sS${op.method === 'get' ? '' : ` -X ${op.method.toUpperCase()}`} "http://localhost:3000/`));
       expect(source.includes('Authorization: Bearer $ORGDATA_API_KEY'), operationId).toBe((op.security as unknown[]).length > 0);
