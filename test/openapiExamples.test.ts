@@ -86,7 +86,9 @@ function allExamples(doc: Json): Example[] {
     for (const [type, media] of Object.entries((body.content ?? {}) as Record<string, Json>)) {
       out.push(...examplesAt(doc, `${where} request ${type}`, media, used));
     }
-    for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+    for (const [status, reference] of Object.entries(op.responses as Record<string, Json>)) {
+      // A response may be shared (components/responses): its examples are checked where it is used.
+      const response = resolve(doc, reference);
       for (const [type, media] of Object.entries((response.content ?? {}) as Record<string, Json>)) {
         out.push(...examplesAt(doc, `${where} ${status} ${type}`, media, used));
       }
@@ -132,8 +134,8 @@ function missingExamples(doc: Json): string[] {
   for (const { where, op } of operationsOf(doc)) {
     const body = ((op.requestBody ?? {}) as Json).content as Record<string, Json> | undefined;
     if (body?.['application/json'] && !hasExample(body['application/json'])) missing.push(`${where} request body`);
-    for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
-      const content = (response.content ?? {}) as Record<string, Json>;
+    for (const [status, reference] of Object.entries(op.responses as Record<string, Json>)) {
+      const content = (resolve(doc, reference).content ?? {}) as Record<string, Json>;
       if (/^2/.test(status) && content['application/json'] && !hasExample(content['application/json'])) missing.push(`${where} ${status}`);
       if (/^4/.test(status) && !Object.values(content).some(hasExample)) missing.push(`${where} ${status}`);
     }
