@@ -1,6 +1,8 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { ErrorCode } from './errorCodes.js';
+import { attachCodeSamples } from './openapi/codeSamples.js';
 import { components } from './openapi/components.js';
+import { attachExamples } from './openapi/examples.js';
 import { operation } from './openapi/operation.js';
 import { API_PREFIX, type Documented, type ServedRoute } from './openapi/routes.js';
 
@@ -79,6 +81,8 @@ export function openApiCollector(app: FastifyInstance, { publicUrl, maxFileBytes
       ...[...used].filter((name) => !(name in TAGS)).map((name) => ({ name })),
     ];
     const schemas = components(publicUrl, usedCodes, paths);
+    attachExamples(paths, schemas.schemas as Record<string, Json>, publicUrl);
+    attachCodeSamples(paths, publicUrl);
     // The configured limit, so that the document states what this server enforces.
     const fileSize = ((((schemas.schemas as Json).FileCreate as Json | undefined)?.properties as Json | undefined)?.size ??
       null) as Json | null;

@@ -1204,7 +1204,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The signed token of a link the API returned. */
+                /**
+                 * @description The signed token of a link the API returned.
+                 * @example file_0VbVHJiVx5Lm3QaW9sEo.org_0VbUa9Tq3LwF7nKd2RzH.mwotvi1n.Qm3rT8vXk2Lp9sWd4Fh7Jn1Bc6Yz0AeG
+                 */
                 token: string;
             };
             cookie?: never;
@@ -1223,6 +1226,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "file",
+                     *       "id": "file_0VbVHJiVx5Lm3QaW9sEo",
+                     *       "name": "report.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size": 48213,
+                     *       "status": "ready",
+                     *       "sha256": "9f2c4d1a7e3b5c8d0f6a2e4b7c9d1f3a5b7c9e1d3f5a7b9c1e3d5f7a9b1c3e5d",
+                     *       "created_at": "2026-11-20T09:20:11.675Z",
+                     *       "updated_at": "2026-11-20T09:20:13.120Z",
+                     *       "uploaded_at": "2026-11-20T09:20:13.120Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["File"];
                 };
             };
@@ -1344,7 +1361,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The signed token of a link the API returned. */
+                /**
+                 * @description The signed token of a link the API returned.
+                 * @example file_0VbVHJiVx5Lm3QaW9sEo.org_0VbUa9Tq3LwF7nKd2RzH.mwq98706.Hd5Kp2Wq8Zr3Mx7Tn1Vb4Lc9Sf6Ju0Ya
+                 */
                 token: string;
             };
             cookie?: never;
@@ -1480,6 +1500,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "openapi": "3.1.0",
+                     *       "info": {
+                     *         "title": "orgdata API",
+                     *         "version": "1.0.0"
+                     *       },
+                     *       "servers": [
+                     *         {
+                     *           "url": "http://localhost:3000/api/v1"
+                     *         }
+                     *       ],
+                     *       "paths": {}
+                     *     }
+                     */
                     "application/json": {
                         [key: string]: unknown;
                     };
@@ -1601,6 +1636,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "contact",
+                     *           "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *           "first_name": "Ada",
+                     *           "last_name": "Lovelace",
+                     *           "email": "ada@example.com",
+                     *           "phone": "+44 20 7946 0958",
+                     *           "external_id": "crm-00042",
+                     *           "metadata": {
+                     *             "crm_tier": "gold"
+                     *           },
+                     *           "address": null,
+                     *           "notes": "Prefers e-mail.",
+                     *           "labels": [
+                     *             {
+                     *               "object": "label",
+                     *               "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *               "name": "Key account",
+                     *               "created_at": "2026-11-20T09:14:03.512Z",
+                     *               "updated_at": "2026-11-20T11:41:29.087Z"
+                     *             }
+                     *           ],
+                     *           "source_type": "api",
+                     *           "created_at": "2026-11-20T09:15:47.038Z",
+                     *           "updated_at": "2026-11-21T10:02:44.310Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactList"];
                 };
             };
@@ -1754,6 +1824,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "first_name": "Ada",
+                 *       "last_name": "Lovelace",
+                 *       "email": "ada@example.com",
+                 *       "phone": "+44 20 7946 0958",
+                 *       "external_id": "crm-00042",
+                 *       "metadata": {
+                 *         "crm_tier": "gold"
+                 *       },
+                 *       "label_ids": [
+                 *         "lbl_0VbVFlwOk3TzQ9wE1yUr"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["ContactCreate"];
             };
         };
@@ -1772,6 +1857,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "email": "ada@example.com",
+                     *       "phone": "+44 20 7946 0958",
+                     *       "external_id": "crm-00042",
+                     *       "metadata": {
+                     *         "crm_tier": "gold"
+                     *       },
+                     *       "address": null,
+                     *       "notes": null,
+                     *       "labels": [
+                     *         {
+                     *           "object": "label",
+                     *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *           "name": "VIP",
+                     *           "created_at": "2026-11-20T09:14:03.512Z",
+                     *           "updated_at": "2026-11-20T09:14:03.512Z"
+                     *         }
+                     *       ],
+                     *       "source_type": "api",
+                     *       "created_at": "2026-11-20T09:15:47.038Z",
+                     *       "updated_at": "2026-11-20T09:15:47.038Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Contact"];
                 };
             };
@@ -2003,6 +2116,31 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "mode": "upsert",
+                 *       "match_on": "external_id",
+                 *       "contacts": [
+                 *         {
+                 *           "first_name": "Ada",
+                 *           "last_name": "Lovelace",
+                 *           "email": "ada@example.com",
+                 *           "phone": "+44 20 7946 0958",
+                 *           "external_id": "crm-00042",
+                 *           "metadata": {
+                 *             "crm_tier": "gold"
+                 *           },
+                 *           "notes": "Prefers e-mail."
+                 *         },
+                 *         {
+                 *           "first_name": "Grace",
+                 *           "last_name": "Hopper",
+                 *           "email": "grace@example.com",
+                 *           "external_id": "crm-00043"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["ContactBatch"];
             };
         };
@@ -2020,6 +2158,63 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "batch_result",
+                     *       "data": [
+                     *         {
+                     *           "index": 0,
+                     *           "status": 200,
+                     *           "contact": {
+                     *             "object": "contact",
+                     *             "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *             "first_name": "Ada",
+                     *             "last_name": "Lovelace",
+                     *             "email": "ada@example.com",
+                     *             "phone": "+44 20 7946 0958",
+                     *             "external_id": "crm-00042",
+                     *             "metadata": {
+                     *               "crm_tier": "gold"
+                     *             },
+                     *             "address": null,
+                     *             "notes": "Prefers e-mail.",
+                     *             "labels": [
+                     *               {
+                     *                 "object": "label",
+                     *                 "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *                 "name": "Key account",
+                     *                 "created_at": "2026-11-20T09:14:03.512Z",
+                     *                 "updated_at": "2026-11-20T11:41:29.087Z"
+                     *               }
+                     *             ],
+                     *             "source_type": "api",
+                     *             "created_at": "2026-11-20T09:15:47.038Z",
+                     *             "updated_at": "2026-11-21T10:02:44.310Z"
+                     *           }
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "status": 201,
+                     *           "contact": {
+                     *             "object": "contact",
+                     *             "id": "con_0VbbIYMQh2Ws5DfG8jKl",
+                     *             "first_name": "Grace",
+                     *             "last_name": "Hopper",
+                     *             "email": "grace@example.com",
+                     *             "phone": null,
+                     *             "address": null,
+                     *             "notes": null,
+                     *             "external_id": "crm-00043",
+                     *             "metadata": {},
+                     *             "labels": [],
+                     *             "source_type": "api",
+                     *             "created_at": "2026-11-21T10:02:44.310Z",
+                     *             "updated_at": "2026-11-21T10:02:44.310Z"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactBatchResult"];
                 };
             };
@@ -2241,7 +2436,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The contact's id (`con_…`). */
+                /**
+                 * @description The contact's id (`con_…`).
+                 * @example con_0VbVGCsAp4Hq7ZkN2mXv
+                 */
                 id: string;
             };
             cookie?: never;
@@ -2260,6 +2458,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "email": "ada@example.com",
+                     *       "phone": "+44 20 7946 0958",
+                     *       "external_id": "crm-00042",
+                     *       "metadata": {
+                     *         "crm_tier": "gold"
+                     *       },
+                     *       "address": null,
+                     *       "notes": "Prefers e-mail.",
+                     *       "labels": [
+                     *         {
+                     *           "object": "label",
+                     *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *           "name": "Key account",
+                     *           "created_at": "2026-11-20T09:14:03.512Z",
+                     *           "updated_at": "2026-11-20T11:41:29.087Z"
+                     *         }
+                     *       ],
+                     *       "source_type": "api",
+                     *       "created_at": "2026-11-20T09:15:47.038Z",
+                     *       "updated_at": "2026-11-21T10:02:44.310Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Contact"];
                 };
             };
@@ -2418,7 +2644,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The contact's id (`con_…`). */
+                /**
+                 * @description The contact's id (`con_…`).
+                 * @example con_0VbVGCsAp4Hq7ZkN2mXv
+                 */
                 id: string;
             };
             cookie?: never;
@@ -2437,6 +2666,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactDeleted"];
                 };
             };
@@ -2595,13 +2831,21 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The contact's id (`con_…`). */
+                /**
+                 * @description The contact's id (`con_…`).
+                 * @example con_0VbVGCsAp4Hq7ZkN2mXv
+                 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "notes": "Prefers e-mail."
+                 *     }
+                 */
                 "application/json": components["schemas"]["ContactUpdate"];
             };
         };
@@ -2618,6 +2862,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "email": "ada@example.com",
+                     *       "phone": "+44 20 7946 0958",
+                     *       "external_id": "crm-00042",
+                     *       "metadata": {
+                     *         "crm_tier": "gold"
+                     *       },
+                     *       "address": null,
+                     *       "notes": "Prefers e-mail.",
+                     *       "labels": [
+                     *         {
+                     *           "object": "label",
+                     *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *           "name": "Key account",
+                     *           "created_at": "2026-11-20T09:14:03.512Z",
+                     *           "updated_at": "2026-11-20T11:41:29.087Z"
+                     *         }
+                     *       ],
+                     *       "source_type": "api",
+                     *       "created_at": "2026-11-20T09:15:47.038Z",
+                     *       "updated_at": "2026-11-21T10:02:44.310Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Contact"];
                 };
             };
@@ -2821,9 +3093,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The contact's id (`con_…`). */
+                /**
+                 * @description The contact's id (`con_…`).
+                 * @example con_0VbVGCsAp4Hq7ZkN2mXv
+                 */
                 id: string;
-                /** @description The label's id (`lbl_…`). */
+                /**
+                 * @description The label's id (`lbl_…`).
+                 * @example lbl_0VbVFlwOk3TzQ9wE1yUr
+                 */
                 label_id: string;
             };
             cookie?: never;
@@ -2842,6 +3120,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "email": "ada@example.com",
+                     *       "phone": "+44 20 7946 0958",
+                     *       "external_id": "crm-00042",
+                     *       "metadata": {
+                     *         "crm_tier": "gold"
+                     *       },
+                     *       "address": null,
+                     *       "notes": "Prefers e-mail.",
+                     *       "labels": [
+                     *         {
+                     *           "object": "label",
+                     *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *           "name": "Key account",
+                     *           "created_at": "2026-11-20T09:14:03.512Z",
+                     *           "updated_at": "2026-11-20T11:41:29.087Z"
+                     *         }
+                     *       ],
+                     *       "source_type": "api",
+                     *       "created_at": "2026-11-20T09:15:47.038Z",
+                     *       "updated_at": "2026-11-21T10:02:44.310Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Contact"];
                 };
             };
@@ -3000,9 +3306,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The contact's id (`con_…`). */
+                /**
+                 * @description The contact's id (`con_…`).
+                 * @example con_0VbVGCsAp4Hq7ZkN2mXv
+                 */
                 id: string;
-                /** @description The label's id (`lbl_…`). */
+                /**
+                 * @description The label's id (`lbl_…`).
+                 * @example lbl_0VbVFlwOk3TzQ9wE1yUr
+                 */
                 label_id: string;
             };
             cookie?: never;
@@ -3021,6 +3333,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "email": "ada@example.com",
+                     *       "phone": "+44 20 7946 0958",
+                     *       "external_id": "crm-00042",
+                     *       "metadata": {
+                     *         "crm_tier": "gold"
+                     *       },
+                     *       "address": null,
+                     *       "notes": "Prefers e-mail.",
+                     *       "labels": [],
+                     *       "source_type": "api",
+                     *       "created_at": "2026-11-20T09:15:47.038Z",
+                     *       "updated_at": "2026-11-21T10:05:12.455Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Contact"];
                 };
             };
@@ -3200,6 +3532,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "label",
+                     *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *           "name": "Key account",
+                     *           "created_at": "2026-11-20T09:14:03.512Z",
+                     *           "updated_at": "2026-11-20T11:41:29.087Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["LabelList"];
                 };
             };
@@ -3353,6 +3701,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "VIP"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LabelCreate"];
             };
         };
@@ -3371,6 +3724,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "label",
+                     *       "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *       "name": "VIP",
+                     *       "created_at": "2026-11-20T09:14:03.512Z",
+                     *       "updated_at": "2026-11-20T09:14:03.512Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Label"];
                 };
             };
@@ -3576,7 +3938,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The label's id (`lbl_…`). */
+                /**
+                 * @description The label's id (`lbl_…`).
+                 * @example lbl_0VbVFlwOk3TzQ9wE1yUr
+                 */
                 id: string;
             };
             cookie?: never;
@@ -3595,6 +3960,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "label",
+                     *       "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *       "name": "Key account",
+                     *       "created_at": "2026-11-20T09:14:03.512Z",
+                     *       "updated_at": "2026-11-20T11:41:29.087Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Label"];
                 };
             };
@@ -3753,7 +4127,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The label's id (`lbl_…`). */
+                /**
+                 * @description The label's id (`lbl_…`).
+                 * @example lbl_0VbVFlwOk3TzQ9wE1yUr
+                 */
                 id: string;
             };
             cookie?: never;
@@ -3772,6 +4149,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "label",
+                     *       "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["LabelDeleted"];
                 };
             };
@@ -3930,13 +4314,21 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The label's id (`lbl_…`). */
+                /**
+                 * @description The label's id (`lbl_…`).
+                 * @example lbl_0VbVFlwOk3TzQ9wE1yUr
+                 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Key account"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LabelUpdate"];
             };
         };
@@ -3953,6 +4345,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "label",
+                     *       "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *       "name": "Key account",
+                     *       "created_at": "2026-11-20T09:14:03.512Z",
+                     *       "updated_at": "2026-11-20T11:41:29.087Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Label"];
                 };
             };
@@ -4177,6 +4578,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "group",
+                     *           "id": "grp_0VbVGLwWd8Rf2JtY6bNc",
+                     *           "name": "Newsletter",
+                     *           "description": "Monthly news",
+                     *           "metadata": {
+                     *             "audience": "customers"
+                     *           },
+                     *           "member_count": 1,
+                     *           "created_at": "2026-11-20T09:16:21.904Z",
+                     *           "updated_at": "2026-11-21T10:02:44.310Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["GroupList"];
                 };
             };
@@ -4330,6 +4752,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Newsletter",
+                 *       "description": "Monthly news"
+                 *     }
+                 */
                 "application/json": components["schemas"]["GroupCreate"];
             };
         };
@@ -4348,6 +4776,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "group",
+                     *       "id": "grp_0VbVGLwWd8Rf2JtY6bNc",
+                     *       "name": "Newsletter",
+                     *       "description": "Monthly news",
+                     *       "metadata": {},
+                     *       "member_count": 0,
+                     *       "created_at": "2026-11-20T09:16:21.904Z",
+                     *       "updated_at": "2026-11-20T09:16:21.904Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Group"];
                 };
             };
@@ -4553,7 +4993,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The group's id (`grp_…`). */
+                /**
+                 * @description The group's id (`grp_…`).
+                 * @example grp_0VbVGLwWd8Rf2JtY6bNc
+                 */
                 id: string;
             };
             cookie?: never;
@@ -4572,6 +5015,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "group",
+                     *       "id": "grp_0VbVGLwWd8Rf2JtY6bNc",
+                     *       "name": "Newsletter",
+                     *       "description": "Monthly news",
+                     *       "metadata": {
+                     *         "audience": "customers"
+                     *       },
+                     *       "member_count": 1,
+                     *       "created_at": "2026-11-20T09:16:21.904Z",
+                     *       "updated_at": "2026-11-21T10:02:44.310Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Group"];
                 };
             };
@@ -4730,7 +5187,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The group's id (`grp_…`). */
+                /**
+                 * @description The group's id (`grp_…`).
+                 * @example grp_0VbVGLwWd8Rf2JtY6bNc
+                 */
                 id: string;
             };
             cookie?: never;
@@ -4749,6 +5209,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "group",
+                     *       "id": "grp_0VbVGLwWd8Rf2JtY6bNc",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["GroupDeleted"];
                 };
             };
@@ -4907,13 +5374,23 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The group's id (`grp_…`). */
+                /**
+                 * @description The group's id (`grp_…`).
+                 * @example grp_0VbVGLwWd8Rf2JtY6bNc
+                 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "metadata": {
+                 *         "audience": "customers"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["GroupUpdate"];
             };
         };
@@ -4930,6 +5407,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "group",
+                     *       "id": "grp_0VbVGLwWd8Rf2JtY6bNc",
+                     *       "name": "Newsletter",
+                     *       "description": "Monthly news",
+                     *       "metadata": {
+                     *         "audience": "customers"
+                     *       },
+                     *       "member_count": 1,
+                     *       "created_at": "2026-11-20T09:16:21.904Z",
+                     *       "updated_at": "2026-11-21T10:02:44.310Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Group"];
                 };
             };
@@ -5123,7 +5614,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The group's id (`grp_…`). */
+                /**
+                 * @description The group's id (`grp_…`).
+                 * @example grp_0VbVGLwWd8Rf2JtY6bNc
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5142,6 +5636,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "group_member",
+                     *           "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *           "group_id": "grp_0VbVGLwWd8Rf2JtY6bNc",
+                     *           "contact_id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *           "added_at": "2026-11-20T09:17:02.266Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["GroupMemberList"];
                 };
             };
@@ -5306,13 +5816,23 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description The group's id (`grp_…`). */
+                /**
+                 * @description The group's id (`grp_…`).
+                 * @example grp_0VbVGLwWd8Rf2JtY6bNc
+                 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "contact_ids": [
+                 *         "con_0VbVGCsAp4Hq7ZkN2mXv"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["GroupMembersAdd"];
             };
         };
@@ -5330,6 +5850,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "group",
+                     *       "id": "grp_0VbVGLwWd8Rf2JtY6bNc",
+                     *       "name": "Newsletter",
+                     *       "description": "Monthly news",
+                     *       "metadata": {
+                     *         "audience": "customers"
+                     *       },
+                     *       "member_count": 1,
+                     *       "created_at": "2026-11-20T09:16:21.904Z",
+                     *       "updated_at": "2026-11-21T10:02:44.310Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Group"];
                 };
             };
@@ -5551,9 +6085,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The group's id (`grp_…`). */
+                /**
+                 * @description The group's id (`grp_…`).
+                 * @example grp_0VbVGLwWd8Rf2JtY6bNc
+                 */
                 id: string;
-                /** @description The contact's id (`con_…`). */
+                /**
+                 * @description The contact's id (`con_…`).
+                 * @example con_0VbVGCsAp4Hq7ZkN2mXv
+                 */
                 contact_id: string;
             };
             cookie?: never;
@@ -5572,6 +6112,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "group_member",
+                     *       "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["GroupMemberDeleted"];
                 };
             };
@@ -5753,6 +6300,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "file",
+                     *           "id": "file_0VbVHJiVx5Lm3QaW9sEo",
+                     *           "name": "report.pdf",
+                     *           "content_type": "application/pdf",
+                     *           "size": 48213,
+                     *           "status": "ready",
+                     *           "sha256": "9f2c4d1a7e3b5c8d0f6a2e4b7c9d1f3a5b7c9e1d3f5a7b9c1e3d5f7a9b1c3e5d",
+                     *           "created_at": "2026-11-20T09:20:11.675Z",
+                     *           "updated_at": "2026-11-20T09:20:13.120Z",
+                     *           "uploaded_at": "2026-11-20T09:20:13.120Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["FileList"];
                 };
             };
@@ -5906,6 +6474,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "report.pdf",
+                 *       "content_type": "application/pdf",
+                 *       "size": 48213
+                 *     }
+                 */
                 "application/json": components["schemas"]["FileCreate"];
             };
         };
@@ -5924,6 +6499,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "file",
+                     *       "id": "file_0VbVHJiVx5Lm3QaW9sEo",
+                     *       "name": "report.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size": 48213,
+                     *       "status": "pending",
+                     *       "sha256": null,
+                     *       "created_at": "2026-11-20T09:20:11.675Z",
+                     *       "updated_at": "2026-11-20T09:20:11.675Z",
+                     *       "uploaded_at": null,
+                     *       "upload_url": "http://localhost:3000/uploads/file_0VbVHJiVx5Lm3QaW9sEo.org_0VbUa9Tq3LwF7nKd2RzH.mwotvi1n.Qm3rT8vXk2Lp9sWd4Fh7Jn1Bc6Yz0AeG",
+                     *       "upload_expires_at": "2026-11-20T10:20:11.675Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FileReservation"];
                 };
             };
@@ -6129,7 +6720,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's id (`file_…`). */
+                /**
+                 * @description The file's id (`file_…`).
+                 * @example file_0VbVHJiVx5Lm3QaW9sEo
+                 */
                 id: string;
             };
             cookie?: never;
@@ -6148,6 +6742,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "file",
+                     *       "id": "file_0VbVHJiVx5Lm3QaW9sEo",
+                     *       "name": "report.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size": 48213,
+                     *       "status": "ready",
+                     *       "sha256": "9f2c4d1a7e3b5c8d0f6a2e4b7c9d1f3a5b7c9e1d3f5a7b9c1e3d5f7a9b1c3e5d",
+                     *       "created_at": "2026-11-20T09:20:11.675Z",
+                     *       "updated_at": "2026-11-20T09:20:13.120Z",
+                     *       "uploaded_at": "2026-11-20T09:20:13.120Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["File"];
                 };
             };
@@ -6306,7 +6914,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's id (`file_…`). */
+                /**
+                 * @description The file's id (`file_…`).
+                 * @example file_0VbVHJiVx5Lm3QaW9sEo
+                 */
                 id: string;
             };
             cookie?: never;
@@ -6325,6 +6936,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "file",
+                     *       "id": "file_0VbVHJiVx5Lm3QaW9sEo",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["FileDeleted"];
                 };
             };
@@ -6483,7 +7101,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's id (`file_…`). */
+                /**
+                 * @description The file's id (`file_…`).
+                 * @example file_0VbVHJiVx5Lm3QaW9sEo
+                 */
                 id: string;
             };
             cookie?: never;
@@ -6502,6 +7123,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "file_download",
+                     *       "file_id": "file_0VbVHJiVx5Lm3QaW9sEo",
+                     *       "url": "http://localhost:3000/downloads/file_0VbVHJiVx5Lm3QaW9sEo.org_0VbUa9Tq3LwF7nKd2RzH.mwq98706.Hd5Kp2Wq8Zr3Mx7Tn1Vb4Lc9Sf6Ju0Ya",
+                     *       "expires_at": "2026-11-21T10:17:44.310Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FileDownload"];
                 };
             };
@@ -6702,6 +7331,57 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "event",
+                     *           "id": "evt_0VbbIYMQg7Ku1VnB4cZe",
+                     *           "type": "contact.updated",
+                     *           "created_at": "2026-11-21T10:02:44.310Z",
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "key_0VbUb2Hn6RcT8mWq4YxJ"
+                     *           },
+                     *           "request_id": "req_8fK2mQ9xLp3vT7wZ1aB4",
+                     *           "data": {
+                     *             "object": {
+                     *               "object": "contact",
+                     *               "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *               "first_name": "Ada",
+                     *               "last_name": "Lovelace",
+                     *               "email": "ada@example.com",
+                     *               "phone": "+44 20 7946 0958",
+                     *               "external_id": "crm-00042",
+                     *               "metadata": {
+                     *                 "crm_tier": "gold"
+                     *               },
+                     *               "address": null,
+                     *               "notes": "Prefers e-mail.",
+                     *               "labels": [
+                     *                 {
+                     *                   "object": "label",
+                     *                   "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *                   "name": "Key account",
+                     *                   "created_at": "2026-11-20T09:14:03.512Z",
+                     *                   "updated_at": "2026-11-20T11:41:29.087Z"
+                     *                 }
+                     *               ],
+                     *               "source_type": "api",
+                     *               "created_at": "2026-11-20T09:15:47.038Z",
+                     *               "updated_at": "2026-11-21T10:02:44.310Z"
+                     *             },
+                     *             "previous_attributes": {
+                     *               "notes": null
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventList"];
                 };
             };
@@ -6845,7 +7525,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The event's id (`evt_…`). */
+                /**
+                 * @description The event's id (`evt_…`).
+                 * @example evt_0VbbIYMQg7Ku1VnB4cZe
+                 */
                 id: string;
             };
             cookie?: never;
@@ -6864,6 +7547,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "event",
+                     *       "id": "evt_0VbbIYMQg7Ku1VnB4cZe",
+                     *       "type": "contact.updated",
+                     *       "created_at": "2026-11-21T10:02:44.310Z",
+                     *       "actor": {
+                     *         "type": "api_key",
+                     *         "id": "key_0VbUb2Hn6RcT8mWq4YxJ"
+                     *       },
+                     *       "request_id": "req_8fK2mQ9xLp3vT7wZ1aB4",
+                     *       "data": {
+                     *         "object": {
+                     *           "object": "contact",
+                     *           "id": "con_0VbVGCsAp4Hq7ZkN2mXv",
+                     *           "first_name": "Ada",
+                     *           "last_name": "Lovelace",
+                     *           "email": "ada@example.com",
+                     *           "phone": "+44 20 7946 0958",
+                     *           "external_id": "crm-00042",
+                     *           "metadata": {
+                     *             "crm_tier": "gold"
+                     *           },
+                     *           "address": null,
+                     *           "notes": "Prefers e-mail.",
+                     *           "labels": [
+                     *             {
+                     *               "object": "label",
+                     *               "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
+                     *               "name": "Key account",
+                     *               "created_at": "2026-11-20T09:14:03.512Z",
+                     *               "updated_at": "2026-11-20T11:41:29.087Z"
+                     *             }
+                     *           ],
+                     *           "source_type": "api",
+                     *           "created_at": "2026-11-20T09:15:47.038Z",
+                     *           "updated_at": "2026-11-21T10:02:44.310Z"
+                     *         },
+                     *         "previous_attributes": {
+                     *           "notes": null
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Event"];
                 };
             };

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { ERROR_CODES, type ErrorCode } from '../errorCodes.js';
+import { EXAMPLE_IDS } from './examples.js';
 import { API_PREFIX, type Documented } from './routes.js';
 
 /** The error side of each operation: the codes it can answer with, and an example of each. */
@@ -61,8 +62,8 @@ export function problemExamples(publicUrl: string, usedCodes: Set<ErrorCode>): J
       request_id: 'req_8fK2mQ9xLp3vT7wZ1aB4',
     };
     if (code === 'invalid_request') value.errors = [{ field: 'email', message: 'must match format "idn-email"' }];
-    if (code === 'contact_exists' || code === 'external_id_exists') value.existing_id = 'con_4Hq7ZkP2mN8xV3bR6tY1';
-    if (code === 'label_exists') value.existing_id = 'lbl_9Tz3Qw7Er1Yu5Io2Pa8S';
+    if (code === 'contact_exists' || code === 'external_id_exists') value.existing_id = EXAMPLE_IDS.contact;
+    if (code === 'label_exists') value.existing_id = EXAMPLE_IDS.label;
     if (code === 'quota_exceeded') value.quota = { policy: 'daily', limit: 10000, used: 10000, resets_at: '2026-11-21T00:00:00.000Z' };
     examples[code] = { summary: `${status} ${code}`, value };
   }
