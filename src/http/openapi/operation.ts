@@ -2,7 +2,6 @@ import { STATUS_CODES } from 'node:http';
 import type { ErrorCode } from '../errorCodes.js';
 import { isStored } from '../idempotency.js';
 import { componentName } from '../schemas/common.js';
-import { Problem } from '../schemas/problem.js';
 import { codesFor, EDGE_STATUSES } from './errorResponses.js';
 import type { Documented } from './routes.js';
 
@@ -56,6 +55,7 @@ function responseObject(route: Documented, status: string, schema: Json, usedCod
     };
   }
   const codes = codesFor(route, code);
+  if (codes.length === 0) throw new Error(`${route.method} ${route.url} declares ${status} but no error code of that status comes from it`);
   for (const c of codes) usedCodes.add(c);
   return {
     description: `${STATUS_CODES[code] ?? 'Error'}; the problem's code is ${listOf(codes.map((c) => `\`${c}\``))} (see the error reference).`,
@@ -117,8 +117,12 @@ export function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
   const { summary, description, tags, operationId, body } = route.schema;
   // A body Fastify does not parse (an upload's bytes): declared by the route as `rawBody`.
   const rawBody = route.schema.rawBody as Json | undefined;
-  const response: Json = { ...((route.schema.response ?? {}) as Json) };
-  for (const status of EDGE_STATUSES) response[status] ??= Problem;
+  // The edge statuses are described once (the info description); an operation keeps one only for a code of its own.
+  const response = Object.fromEntries(
+    Object.entries((route.schema.response ?? {}) as Json).filter(
+      ([status]) => !EDGE_STATUSES.includes(Number(status)) || codesFor(route, Number(status)).length > 0,
+    ),
+  );
   const scopeNote = route.scope
     ? `\n\nRequires the \`${route.scope}\` scope.`
     : route.anyOfScopes
