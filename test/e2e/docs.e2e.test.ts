@@ -86,8 +86,8 @@ describe.skipIf(!hasChromium)('the API reference in a browser', { timeout: 120_0
     await results.filter({ hasText: 'Create a label' }).first().click();
     await expect.poll(() => page.url()).toContain('operation/createLabel');
     await search.fill('upsert');
-    await expect.poll(() => results.count(), { timeout: 15_000 }).toBeGreaterThan(0);
-    expect((await results.allTextContents()).join(' | ')).toMatch(/Create or upsert up to 100 contacts/);
+    // Found by a word of its description: the summary is "Create or upsert up to 100 contacts".
+    await expect.poll(async () => (await results.allTextContents()).join(' | '), { timeout: 15_000 }).toMatch(/Create or upsert up to 100 contacts/);
     await page.goto(`${server.url}/docs`);
     await create.waitFor({ timeout: 30_000 });
 
