@@ -31,16 +31,14 @@ describe.skipIf(!hasChromium)('the API reference in a browser', { timeout: 120_0
     const page = await context.newPage();
     const requests: string[] = [];
     const errors: string[] = [];
-    page.on('request', (request) => requests.push(request.url()));
-    // Workers' requests too (the search index runs in one).
+    // The page's requests and its workers' (the search index runs in one).
     context.on('request', (request) => requests.push(request.url()));
     watchConsole(page, errors);
     // Reported to the page as events before any script of ours runs, so none is missed.
-    await page.addInitScript(() => {
-      document.addEventListener('securitypolicyviolation', (event) => {
-        console.error(`CSP violation: ${event.violatedDirective} blocked ${event.blockedURI || '(inline)'}`);
-      });
-    });
+    // A string: this file is compiled without the DOM's types.
+    await page.addInitScript(`document.addEventListener('securitypolicyviolation', (event) => {
+      console.error('CSP violation: ' + event.violatedDirective + ' blocked ' + (event.blockedURI || '(inline)'));
+    })`);
     return { context, page, requests, errors };
   }
 
@@ -73,6 +71,8 @@ describe.skipIf(!hasChromium)('the API reference in a browser', { timeout: 120_0
     expect((await create.locator('h2').first().textContent())?.trim()).toBe('Create a contact');
     expect(await create.textContent()).toContain('/contacts');
     expect(await create.textContent()).toContain('201');
+    await page.evaluate(`document.querySelector('[data-section-id="tag/Contacts/operation/createContact"]').scrollIntoView()`);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'docs-operation.png') });
 
     // Search (run in Redoc's worker, from a blob: URL) finds operations by their summary.
     const search = page.getByPlaceholder('Search...');
@@ -87,7 +87,9 @@ describe.skipIf(!hasChromium)('the API reference in a browser', { timeout: 120_0
     await expect.poll(() => page.url()).toContain('operation/createLabel');
     await search.fill('upsert');
     // Found by a word of its description: the summary is "Create or upsert up to 100 contacts".
-    await expect.poll(async () => (await results.allTextContents()).join(' | '), { timeout: 15_000 }).toMatch(/Create or upsert up to 100 contacts/);
+    await expect
+      .poll(async () => (await results.allTextContents()).join(' | '), { timeout: 15_000 })
+      .toMatch(/Create or upsert up to 100 contacts/);
     await page.goto(`${server.url}/docs`);
     await create.waitFor({ timeout: 30_000 });
 
@@ -106,7 +108,7 @@ describe.skipIf(!hasChromium)('the API reference in a browser', { timeout: 120_0
     await page.goto(`${server.url}/docs`);
     await page.locator('[data-section-id="tag/Contacts/operation/createContact"]').waitFor({ timeout: 30_000 });
     // No sideways scrolling of the page itself.
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
     await page.screenshot({ path: path.join(ARTIFACTS, 'docs-phone.png') });
     expect(errors).toEqual([]);
     await context.close();
