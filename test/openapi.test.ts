@@ -292,13 +292,25 @@ describe('OpenAPI document', () => {
     const byId = (id: string) => operations.find(({ op }) => op.operationId === id)!.op;
     expect(codesOf(byId('uploadFile'), '403')).toEqual(['invalid_signature']);
     expect(codesOf(byId('downloadFile'), '410')).toEqual(['download_url_expired']);
-    expect(byId('downloadFile').responses).not.toHaveProperty('400');
+    // Unknown query parameters are refused everywhere, the links and this document included.
+    expect(codesOf(byId('downloadFile'), '400')).toEqual(['invalid_request']);
+    expect(codesOf(byId('getOpenApi'), '400')).toEqual(['invalid_request']);
+    expect(codesOf(byId('downloadFile'), '403')).toEqual(['invalid_signature']);
     expect(codesOf(byId('getContact'), '400')).toEqual(['invalid_request']);
     expect(codesOf(byId('createContact'), '410')).toEqual(['contact_erased']);
     for (const { op } of operations) {
       for (const status of Object.keys(op.responses as Json).filter((s) => Number(s) >= 400)) {
         expect(codesOf(op, status).length, `${String(op.operationId)} ${status}`).toBeGreaterThan(0);
       }
+    }
+  });
+
+  it('answers unknown query parameters with the documented 400 on the links and this document too', async () => {
+    // The harness checks each answer against the committed document: a 400 it does not declare fails here.
+    for (const url of ['/api/v1/openapi.json?x=1', '/downloads/sometoken?x=1']) {
+      const res = await h.call(null, 'GET', url);
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json(), url).toMatchObject({ code: 'invalid_request' });
     }
   });
 

@@ -32,7 +32,6 @@ const CODE_SOURCES: Partial<Record<ErrorCode, (route: Documented) => boolean>> =
   already_uploaded: (route) => route.url === '/uploads/:token',
   upload_url_expired: (route) => route.url === '/uploads/:token',
   download_url_expired: (route) => route.url === '/downloads/:token',
-  invalid_request: (route) => route.url !== '/downloads/:token',
   // Sent by the operator CLI and the dashboard, never by an API operation.
   member_exists: () => false,
   // Any operation can send these: described once, in the document's description (EDGE_STATUSES).

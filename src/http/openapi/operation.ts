@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { ErrorCode } from '../errorCodes.js';
 import { isStored } from '../idempotency.js';
 import { componentName } from '../schemas/common.js';
+import { Problem } from '../schemas/problem.js';
 import { codesFor, EDGE_STATUSES } from './errorResponses.js';
 import type { Documented } from './routes.js';
 
@@ -117,9 +118,10 @@ export function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
   const { summary, description, tags, operationId, body } = route.schema;
   // A body Fastify does not parse (an upload's bytes): declared by the route as `rawBody`.
   const rawBody = route.schema.rawBody as Json | undefined;
-  // The edge statuses are described once (the info description); an operation keeps one only for a code of its own.
+  // Every operation refuses unknown query parameters (400). The edge statuses are described once
+  // (the info description): an operation keeps one only for a code of its own.
   const response = Object.fromEntries(
-    Object.entries((route.schema.response ?? {}) as Json).filter(
+    Object.entries({ 400: Problem, ...((route.schema.response ?? {}) as Json) }).filter(
       ([status]) => !EDGE_STATUSES.includes(Number(status)) || codesFor(route, Number(status)).length > 0,
     ),
   );
