@@ -120,7 +120,7 @@ export function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
   const rawBody = route.schema.rawBody as Json | undefined;
   // Every operation refuses unknown query parameters (400). The edge statuses are described once
   // (the info description): an operation keeps one only for a code of its own.
-  const response = Object.fromEntries(
+  const response: Json = Object.fromEntries(
     Object.entries({ 400: Problem, ...((route.schema.response ?? {}) as Json) }).filter(
       ([status]) => !EDGE_STATUSES.includes(Number(status)) || codesFor(route, Number(status)).length > 0,
     ),

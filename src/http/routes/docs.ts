@@ -4,7 +4,7 @@ import { setPageHeaders } from '../../web/pageHeaders.js';
 import { ERROR_CODES } from '../errorCodes.js';
 import { marked } from 'marked';
 import { DOCS_STYLE } from '../docsStyle.js';
-import { findRedocBundle, INIT_SCRIPT, INIT_SCRIPT_URL } from '../redocAssets.js';
+import { findRedocBundle, INIT_SCRIPT, INIT_SCRIPT_URL, type RedocBundle } from '../redocAssets.js';
 import { Problem } from '../schemas/problem.js';
 
 /** The error and client pages carry their own inline styles and no script at all. */
@@ -26,10 +26,12 @@ const REFERENCE_CSP =
 
 export interface DocsDeps {
   openApi: () => Record<string, unknown>;
+  /** Redoc's bundle: found in node_modules or dist/ unless given (null: an installation without it). */
+  redoc?: RedocBundle | null;
 }
 
 /** The machine-readable description, the human reference rendered from it, and the error list. */
-export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi }) => {
+export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi, redoc = findRedocBundle() }) => {
   app.get('/api/v1/openapi.json', {
     schema: {
       operationId: 'getOpenApi',
@@ -47,7 +49,6 @@ export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi })
     handler: async () => openApi(),
   });
 
-  const redoc = findRedocBundle();
   const reference = redoc ? referencePage(redoc.url) : MISSING_RENDERER_PAGE;
   let clientReadme: string | null = null;
   app.get('/docs', async (_request, reply) => {
