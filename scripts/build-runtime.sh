@@ -46,7 +46,7 @@ cp client/package.json client/README.md "$out/client/"
 cp -R dist "$out/dist"
 rm -f "$out/dist/.tsbuildinfo"
 mkdir -p "$out/scripts"
-cp scripts/compile.mjs "$out/scripts/"
+cp scripts/compile.mjs scripts/copy-redoc.mjs "$out/scripts/"
 
 # 3. The production dependencies only. `prepare` finds no TypeScript and leaves dist/ as built.
 echo "== build-runtime: npm ci --omit=dev"
