@@ -33,7 +33,7 @@ ln -s "$root/node_modules" "$work/src/node_modules"
 "$work/src/scripts/build-runtime.sh" "$work/runtime"
 runtime="$work/runtime"
 
-forbidden="vitest typescript tsx eslint prettier @stoplight/prism-cli @stoplight/spectral-cli @redocly/cli s3rver playwright-core dclint dependency-cruiser"
+forbidden="redoc vitest typescript tsx eslint prettier @stoplight/prism-cli @stoplight/spectral-cli @redocly/cli s3rver playwright-core dclint dependency-cruiser"
 for name in $forbidden; do
   found="$(find "$runtime/node_modules" -path "*/node_modules/$name/package.json" -print -quit)"
   [ -z "$found" ] || fail "the production install holds the dev tool $name (${found#"$runtime/"})"
@@ -70,8 +70,15 @@ node -e '
     console.error("unexpected answers", created, listed);
     process.exit(1);
   }' "$created" "$listed"
-curl -fsS "$base/docs" -o /dev/null || fail "GET /docs failed"
-echo "called: org $org, a key, POST and GET /api/v1/contacts, /docs"
+# The API reference: Redoc is a dev dependency, so its bundle must come from the copy in dist/.
+docs="$(curl -fsS "$base/docs")" || fail "GET /docs failed"
+bundle="$(printf '%s' "$docs" | grep -o '/docs/assets/redoc-[0-9.]*\.js' | head -n 1)"
+[ -n "$bundle" ] || fail "/docs names no Redoc bundle: the reference's script is missing from dist/assets/redoc"
+init="$(printf '%s' "$docs" | grep -o '/docs/assets/reference-[0-9a-f]*\.js' | head -n 1)"
+for asset in "$bundle" "$init"; do
+  [ "$(curl -sS -o /dev/null -w '%{http_code}' "$base$asset")" = 200 ] || fail "GET $asset did not answer 200"
+done
+echo "called: org $org, a key, POST and GET /api/v1/contacts, /docs with $bundle and $init"
 
 kill -TERM "$server_pid"
 status=0

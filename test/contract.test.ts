@@ -33,6 +33,22 @@ describe('contract check against openapi.json', () => {
     checkResponse('GET', contact, 404, PROBLEM_TYPE, problem(404));
   });
 
+  it('takes the edge errors (described once, in the info description) from any operation, as problem documents', () => {
+    const contact = '/api/v1/contacts/con_1';
+    expect(contractOperations().find((o) => o.operationId === 'getContact')?.responses).not.toHaveProperty('503');
+    for (const [status, code] of [
+      [408, 'request_timeout'],
+      [414, 'uri_too_long'],
+      [431, 'headers_too_large'],
+      [500, 'internal_error'],
+      [503, 'service_unavailable'],
+    ] as const) {
+      checkResponse('GET', contact, status, PROBLEM_TYPE, problem(status, code));
+      expect(() => checkResponse('GET', contact, status, JSON_TYPE, '{}'), String(status)).toThrow(/not application\/problem\+json/);
+    }
+    expect(() => checkResponse('GET', contact, 503, PROBLEM_TYPE, '{"status":503}')).toThrow(/required property/);
+  });
+
   it('wants a problem document for paths and methods the document does not have', () => {
     checkResponse('GET', '/api/v1/nowhere', 404, PROBLEM_TYPE, problem(404));
     checkResponse('PUT', '/api/v1/contacts', 405, PROBLEM_TYPE, problem(405, 'method_not_allowed'));

@@ -238,22 +238,106 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('renders every operation in the reference at /docs', async () => {
+  it('lists the tags, their groups and the paths in the order a newcomer needs them', () => {
+    const order = ['Contacts', 'Labels', 'Groups', 'Files', 'Events', 'Uploads and downloads', 'Meta'];
+    expect((doc.tags as { name: string }[]).map((t) => t.name)).toEqual(order);
+    expect(doc['x-tagGroups']).toEqual([
+      { name: 'Resources', tags: order.slice(0, 5) },
+      { name: 'Links and meta', tags: order.slice(5) },
+    ]);
+    // `paths` in the same order: each operation's tag comes no earlier than the one before it.
+    const ranks = operations.map(({ op }) => order.indexOf((op.tags as string[])[0]!));
+    expect(ranks).toEqual(ranks.toSorted((a, b) => a - b));
+    expect(operations[0]).toMatchObject({ path: '/contacts', method: 'get' });
+    const links = operations.filter(({ path }) => path.startsWith('/uploads/') || path.startsWith('/downloads/'));
+    expect(links.map(({ op }) => op.tags)).toEqual([['Uploads and downloads'], ['Uploads and downloads']]);
+  });
+
+  it('describes the edge errors once, in the info description, and on no operation', () => {
+    const description = String((doc.info as Json).description);
+    expect(description).toContain('## Errors every operation can answer');
+    for (const code of [
+      'invalid_request',
+      'request_timeout',
+      'uri_too_long',
+      'headers_too_large',
+      'internal_error',
+      'service_unavailable',
+    ]) {
+      expect(description).toContain(`[\`${code}\`](http://localhost:3000/docs/api/errors#${code})`);
+    }
+    expect(description).toMatch(/service_unavailable[^\n]*Retry-After/);
+    for (const { path, method, op } of operations) {
+      const responses = op.responses as Record<string, Json>;
+      for (const status of ['408', '414', '431', '500']) expect(responses[status], `${method} ${path} ${status}`).toBeUndefined();
+      // A 503 stays only where the operation waits on file storage, with that code alone.
+      const unavailable = responses['503']?.content as Json | undefined;
+      if (unavailable) {
+        const examples = (unavailable['application/problem+json'] as Json).examples as Json;
+        expect(Object.keys(examples), `${method} ${path}`).toEqual(['storage_unavailable']);
+      }
+    }
+    const with503 = operations.filter(({ op }) => (op.responses as Json)['503']).map(({ op }) => op.operationId);
+    expect(with503.toSorted()).toEqual(['downloadFile', 'getFileDownloadLink', 'uploadFile'].toSorted());
+  });
+
+  it('lists on each error response only the codes its operation sends', () => {
+    const codesOf = (op: Json, status: string) =>
+      Object.keys(
+        ((
+          (((op.responses as Json)[status] as Json | undefined)?.content as Json | undefined)?.['application/problem+json'] as
+            Json | undefined
+        )?.examples as Json) ?? {},
+      );
+    const byId = (id: string) => operations.find(({ op }) => op.operationId === id)!.op;
+    expect(codesOf(byId('uploadFile'), '403')).toEqual(['invalid_signature']);
+    expect(codesOf(byId('downloadFile'), '410')).toEqual(['download_url_expired']);
+    // Unknown query parameters are refused everywhere, the links and this document included.
+    expect(codesOf(byId('downloadFile'), '400')).toEqual(['invalid_request']);
+    expect(codesOf(byId('getOpenApi'), '400')).toEqual(['invalid_request']);
+    expect(codesOf(byId('downloadFile'), '403')).toEqual(['invalid_signature']);
+    expect(codesOf(byId('getContact'), '400')).toEqual(['invalid_request']);
+    expect(codesOf(byId('createContact'), '410')).toEqual(['contact_erased']);
+    for (const { op } of operations) {
+      for (const status of Object.keys(op.responses as Json).filter((s) => Number(s) >= 400)) {
+        expect(codesOf(op, status).length, `${String(op.operationId)} ${status}`).toBeGreaterThan(0);
+      }
+    }
+  });
+
+  it('answers unknown query parameters with the documented 400 on the links and this document too', async () => {
+    // The harness checks each answer against the committed document: a 400 it does not declare fails here.
+    for (const url of ['/api/v1/openapi.json?x=1', '/downloads/sometoken?x=1']) {
+      const res = await h.call(null, 'GET', url);
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json(), url).toMatchObject({ code: 'invalid_request' });
+    }
+  });
+
+  it('serves the reference page, Redoc and its start script from this origin, under a strict CSP', async () => {
     const res = await h.call(null, 'GET', '/docs');
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/html');
-    for (const { path, op } of operations) {
-      expect(res.body).toContain(`id="${String(op.operationId)}"`);
-      expect(res.body).toContain(`<code>${path}</code>`);
+    const csp = String(res.headers['content-security-policy']);
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).toContain("connect-src 'self';");
+    expect(csp).toContain('worker-src blob:;');
+    expect(csp).not.toContain('unsafe-eval');
+    expect(res.body).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    const scripts = [...res.body.matchAll(/<script src="([^"]+)"/g)].map((m) => m[1]!);
+    expect(scripts).toEqual([
+      expect.stringMatching(/^\/docs\/assets\/redoc-2\.5\.4\.js$/),
+      expect.stringMatching(/^\/docs\/assets\/reference-[0-9a-f]{12}\.js$/),
+    ]);
+    for (const href of ['/', '/docs/api/errors', '/docs/client', '/api/v1/openapi.json']) expect(res.body).toContain(`href="${href}"`);
+    for (const script of scripts) {
+      const asset = await h.call(null, 'GET', script);
+      expect(asset.statusCode, script).toBe(200);
+      expect(asset.headers['content-type']).toContain('text/javascript');
+      expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     }
-    expect(res.body).toContain('Idempotency-Key');
-    // Only operations: a path's `servers` (the upload and download links) is not one.
-    const methods = [...res.body.matchAll(/<span class="method ([a-z]+)">/g)].map((m) => m[1]);
-    expect(methods).toHaveLength(operations.length);
-    expect(res.body).not.toMatch(/>SERVERS</i);
-    const codeLinks = [...res.body.matchAll(/href="\/docs\/api\/errors#([^"]+)"/g)].map((m) => m[1]);
-    expect(codeLinks.length).toBeGreaterThan(0);
-    for (const code of codeLinks) expect(Object.keys(ERROR_CODES), `link to #${code}`).toContain(code);
+    expect((await h.call(null, 'GET', scripts[1]!)).body).toContain("Redoc.init('/api/v1/openapi.json'");
+    expect((await h.call(null, 'GET', '/docs/assets/redoc-2.5.3.js')).statusCode).toBe(404);
   });
 
   it('has an anchor for every error code at /docs/api/errors', async () => {

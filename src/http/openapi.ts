@@ -3,12 +3,16 @@ import type { ErrorCode } from './errorCodes.js';
 import { attachCodeSamples } from './openapi/codeSamples.js';
 import { components } from './openapi/components.js';
 import { attachExamples } from './openapi/examples.js';
+import { edgeErrorsSection } from './openapi/errorResponses.js';
 import { operation } from './openapi/operation.js';
 import { API_PREFIX, type Documented, type ServedRoute } from './openapi/routes.js';
 
 type Json = Record<string, unknown>;
 
-/** Tags in the order the reference lists them; an operation's tag must be declared here. */
+/**
+ * Tags in the order a newcomer needs them, which is the order the reference lists them (and the
+ * order of `paths`); an operation's tag must be declared here.
+ */
 const TAGS: Record<string, string> = {
   Contacts: 'People of the organisation.',
   Labels: 'Labels that contacts carry. Managing labels needs the `contacts:*` scopes.',
@@ -16,8 +20,16 @@ const TAGS: Record<string, string> = {
   Files: 'Files: reserve an upload, PUT the bytes to its `upload_url`, then fetch short-lived download links.',
   Events:
     "Every change to the organisation's data, readable here and pushed to webhook endpoints (managed in the dashboard, not through the API).",
+  'Uploads and downloads':
+    'The links the Files operations hand out: PUT the bytes to an `upload_url`, GET them from a download `url`. They need no API key: the signed token in the path is the credential, for a short time.',
   Meta: 'The description of the API itself.',
 };
+
+/** Redoc's sidebar groups (`x-tagGroups`): the resources first, then the links and the API's own description. */
+const TAG_GROUPS = [
+  { name: 'Resources', tags: ['Contacts', 'Labels', 'Groups', 'Files', 'Events'] },
+  { name: 'Links and meta', tags: ['Uploads and downloads', 'Meta'] },
+];
 
 const served = new WeakMap<FastifyInstance, ServedRoute[]>();
 
@@ -65,7 +77,12 @@ export function openApiCollector(app: FastifyInstance, { publicUrl, maxFileBytes
     if (document) return document;
     const usedCodes = new Set<ErrorCode>();
     const paths: Record<string, Json> = {};
-    for (const route of routes) {
+    // Paths in tag order (some renderers list operations as `paths` holds them), else as registered.
+    const rank = (route: Documented) => {
+      const index = Object.keys(TAGS).indexOf(((route.schema.tags ?? []) as string[])[0] ?? '');
+      return index === -1 ? Infinity : index;
+    };
+    for (const route of routes.toSorted((a, b) => rank(a) - rank(b))) {
       // Routes outside /api/v1 (the upload and download links) are documented relative to PUBLIC_URL.
       const external = !route.url.startsWith(`${API_PREFIX}/`);
       const path = (external ? route.url : route.url.slice(API_PREFIX.length)).replace(/:([A-Za-z_]+)/g, '{$1}');
@@ -96,7 +113,10 @@ export function openApiCollector(app: FastifyInstance, { publicUrl, maxFileBytes
           "An organisation's contacts, labels, groups and files. Authenticate with `Authorization: Bearer od_live_…`. " +
           'Lists are cursor-paginated (`limit` 1–100, `cursor` from `next_cursor`). Unknown query parameters and body fields are refused (400). ' +
           'Bodies are JSON in valid UTF-8 with no key repeated in one object; query integers are plain decimal digits; a GET carries no body; HEAD is not served (405). ' +
-          'Every POST accepts an Idempotency-Key (one header). Errors are RFC 9457 problem documents, also for requests the HTTP parser refuses (400, 408, 414, 431); every `code` is described at /docs/api/errors.',
+          'Every POST accepts an Idempotency-Key (one header). Errors are RFC 9457 problem documents, also for requests the HTTP parser refuses (400, 408, 414, 431); ' +
+          `every \`code\` is described at [/docs/api/errors](${publicUrl}/docs/api/errors).\n\n` +
+          `[Dashboard](${publicUrl}/) · [Error codes](${publicUrl}/docs/api/errors) · [Official client](${publicUrl}/docs/client) · [openapi.json](${publicUrl}${API_PREFIX}/openapi.json)\n\n` +
+          edgeErrorsSection(publicUrl),
         contact: { name: 'The operator of this orgdata installation', url: `${publicUrl}/docs` },
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
@@ -109,6 +129,7 @@ export function openApiCollector(app: FastifyInstance, { publicUrl, maxFileBytes
       ],
       security: [{ apiKey: [] }],
       tags,
+      'x-tagGroups': TAG_GROUPS.map((group) => ({ ...group, tags: group.tags.filter((name) => used.has(name)) })),
       paths,
       components: schemas,
     };

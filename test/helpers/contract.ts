@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { EDGE_STATUSES } from '../../src/http/openapi/errorResponses.js';
 
 /**
  * Contract conformance: every response a test receives from the API must be one the committed
@@ -250,7 +251,12 @@ export function checkResponse(
     else if (!head) validateBody(problems, PROBLEM_POINTER, mediaType, status, body);
   } else {
     const declared = declaredResponse(operation.responses, status);
-    if (!declared) {
+    if (!declared && EDGE_STATUSES.includes(status)) {
+      // Described once, in the document's description, not on each operation: a problem document.
+      if (mediaType !== 'application/problem+json')
+        problems.push(`content type ${contentType ?? '(none)'} is not application/problem+json`);
+      else if (!head) validateBody(problems, PROBLEM_POINTER, mediaType, status, body);
+    } else if (!declared) {
       problems.push(`status ${status} is not declared (declared: ${Object.keys(operation.responses).join(', ')})`);
     } else {
       const [key, response] = declared;

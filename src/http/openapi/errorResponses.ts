@@ -16,36 +16,68 @@ const CODE_SOURCES: Partial<Record<ErrorCode, (route: Documented) => boolean>> =
   invalid_idempotency_key: (route) => route.idempotent,
   idempotency_conflict: (route) => route.idempotent,
   idempotency_key_reused: (route) => route.idempotent,
+  // A replayed answer that named a contact erased since: only idempotent POSTs store answers.
+  contact_erased: (route) => route.idempotent,
   contact_exists: (route) => /^\/api\/v1\/contacts(\/:id|\/batch)?$/.test(route.url),
   external_id_exists: (route) => /^\/api\/v1\/contacts(\/:id|\/batch)?$/.test(route.url),
   duplicate_in_batch: (route) => route.url === '/api/v1/contacts/batch',
   label_exists: (route) => route.url.startsWith('/api/v1/contacts/labels'),
   file_not_ready: (route) => route.url === '/api/v1/files/:id/download' || route.url === '/downloads/:token',
+  // A key's scope: only operations that take a key.
+  forbidden: (route) => route.authenticated,
+  // The file store, where an operation waits on it (a delete does not: housekeeping purges later).
+  storage_unavailable: (route) => STORAGE_ROUTES.has(route.url),
   // The upload and download links (outside /api/v1).
   size_mismatch: (route) => route.url === '/uploads/:token',
   invalid_signature: (route) => !route.url.startsWith(API_PREFIX),
   already_uploaded: (route) => route.url === '/uploads/:token',
   upload_url_expired: (route) => route.url === '/uploads/:token',
   download_url_expired: (route) => route.url === '/downloads/:token',
-  invalid_request: (route) => route.url !== '/downloads/:token',
   // Sent by the operator CLI and the dashboard, never by an API operation.
   member_exists: () => false,
+  // Any operation can send these: described once, in the document's description (EDGE_STATUSES).
+  request_timeout: () => false,
+  uri_too_long: () => false,
+  headers_too_large: () => false,
+  internal_error: () => false,
+  service_unavailable: () => false,
 };
 
-/** The codes an operation can answer with this status (all the status's codes if none is known to apply). */
+const STORAGE_ROUTES = new Set(['/api/v1/files/:id/download', '/uploads/:token', '/downloads/:token']);
+
+/** The codes an operation can answer with this status: none means the operation does not document the status. */
 export function codesFor(route: Documented, status: number): ErrorCode[] {
-  const all = (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].status === status);
-  const applicable = all.filter((code) => CODE_SOURCES[code]?.(route) ?? true);
-  return applicable.length > 0 ? applicable : all;
+  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter(
+    (code) => ERROR_CODES[code].status === status && (CODE_SOURCES[code]?.(route) ?? true),
+  );
 }
 
 /**
- * Statuses any operation can answer whatever its own logic: a request Node's parser refuses (400),
- * one that stalls (408), an over-long URL (414) or headers (431), a failure of ours (500), and a
- * database that did not answer within its statement timeout, kept rolling a write back for
- * concurrent ones' sake, or cannot be reached (503, with Retry-After).
+ * Statuses any operation can answer whatever its own logic, described once (EDGE_ERRORS) rather
+ * than on every operation: one that stalls (408), an over-long URL (414) or headers (431), a
+ * failure of ours (500), and a database that did not answer within its statement timeout, kept
+ * rolling a write back for concurrent ones' sake, or cannot be reached (503, with Retry-After).
+ * An operation still lists a 503 whose code is its own (`storage_unavailable`).
  */
-export const EDGE_STATUSES = [400, 408, 414, 431, 500, 503];
+export const EDGE_STATUSES = [408, 414, 431, 500, 503];
+
+/** The info description's section on the edge errors: each code links to the error reference. */
+export function edgeErrorsSection(publicUrl: string): string {
+  const line = (code: ErrorCode, extra = '') =>
+    `- **${ERROR_CODES[code].status}** [\`${code}\`](${publicUrl}/docs/api/errors#${code}): ${ERROR_CODES[code].summary}${extra}`;
+  return [
+    '## Errors every operation can answer',
+    '',
+    'These are not repeated on each operation. Each is an RFC 9457 problem document (`application/problem+json`) like any other error.',
+    '',
+    `- **400** [\`invalid_request\`](${publicUrl}/docs/api/errors#invalid_request): a request the HTTP parser cannot read, refused before any operation sees it (an operation lists the 400s of its own).`,
+    line('request_timeout'),
+    line('uri_too_long'),
+    line('headers_too_large'),
+    line('internal_error'),
+    line('service_unavailable', ' The answer carries `Retry-After` (seconds).'),
+  ].join('\n');
+}
 
 /** One example problem document per error code the document mentions. */
 export function problemExamples(publicUrl: string, usedCodes: Set<ErrorCode>): Json {

@@ -56,6 +56,7 @@ function responseObject(route: Documented, status: string, schema: Json, usedCod
     };
   }
   const codes = codesFor(route, code);
+  if (codes.length === 0) throw new Error(`${route.method} ${route.url} declares ${status} but no error code of that status comes from it`);
   for (const c of codes) usedCodes.add(c);
   return {
     description: `${STATUS_CODES[code] ?? 'Error'}; the problem's code is ${listOf(codes.map((c) => `\`${c}\``))} (see the error reference).`,
@@ -117,8 +118,13 @@ export function operation(route: Documented, usedCodes: Set<ErrorCode>): Json {
   const { summary, description, tags, operationId, body } = route.schema;
   // A body Fastify does not parse (an upload's bytes): declared by the route as `rawBody`.
   const rawBody = route.schema.rawBody as Json | undefined;
-  const response: Json = { ...((route.schema.response ?? {}) as Json) };
-  for (const status of EDGE_STATUSES) response[status] ??= Problem;
+  // Every operation refuses unknown query parameters (400). The edge statuses are described once
+  // (the info description): an operation keeps one only for a code of its own.
+  const response: Json = Object.fromEntries(
+    Object.entries({ 400: Problem, ...((route.schema.response ?? {}) as Json) }).filter(
+      ([status]) => !EDGE_STATUSES.includes(Number(status)) || codesFor(route, Number(status)).length > 0,
+    ),
+  );
   const scopeNote = route.scope
     ? `\n\nRequires the \`${route.scope}\` scope.`
     : route.anyOfScopes

@@ -3,21 +3,35 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { setPageHeaders } from '../../web/pageHeaders.js';
 import { ERROR_CODES } from '../errorCodes.js';
 import { marked } from 'marked';
-import { DOCS_STYLE, renderReference } from '../docsPage.js';
+import { DOCS_STYLE } from '../docsStyle.js';
+import { findRedocBundle, INIT_SCRIPT, INIT_SCRIPT_URL, type RedocBundle } from '../redocAssets.js';
 import { Problem } from '../schemas/problem.js';
 
-/** The reference pages carry their own inline styles and no script at all. */
+/** The error and client pages carry their own inline styles and no script at all. */
 function docHeaders(reply: FastifyReply): FastifyReply {
   setPageHeaders(reply, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
   return reply;
 }
 
+/**
+ * The reference page: Redoc and our script that starts it, from this origin only (no inline
+ * script, no eval). It fetches the document from this origin, runs its search in a Web Worker it
+ * makes from a blob: URL, and shows images inline (data:). Styles may be inline because Redoc's
+ * styled-components writes its CSS into <style> elements at run time, which no hash can name
+ * beforehand; a style cannot run code, and nothing may be fetched from another host.
+ */
+const REFERENCE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; worker-src blob:; " +
+  "img-src 'self' data:; font-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
 export interface DocsDeps {
   openApi: () => Record<string, unknown>;
+  /** Redoc's bundle: found in node_modules or dist/ unless given (null: an installation without it). */
+  redoc?: RedocBundle | null;
 }
 
 /** The machine-readable description, the human reference rendered from it, and the error list. */
-export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi }) => {
+export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi, redoc = findRedocBundle() }) => {
   app.get('/api/v1/openapi.json', {
     schema: {
       operationId: 'getOpenApi',
@@ -35,12 +49,20 @@ export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi })
     handler: async () => openApi(),
   });
 
-  let reference: string | null = null;
+  const reference = redoc ? referencePage(redoc.url) : MISSING_RENDERER_PAGE;
   let clientReadme: string | null = null;
   app.get('/docs', async (_request, reply) => {
-    reference ??= renderReference(openApi());
-    return docHeaders(reply).type('text/html; charset=utf-8').send(reference);
+    setPageHeaders(reply, REFERENCE_CSP);
+    return reply.type('text/html; charset=utf-8').send(reference);
   });
+  // Named by version and by hash: a new one is a new URL, so browsers may keep these for good.
+  const asset = (url: string, script: Buffer) =>
+    app.get(url, async (_request, reply) => {
+      setPageHeaders(reply, "default-src 'none'");
+      return reply.header('cache-control', 'public, max-age=31536000, immutable').type('text/javascript; charset=utf-8').send(script);
+    });
+  if (redoc) asset(redoc.url, redoc.script);
+  asset(INIT_SCRIPT_URL, INIT_SCRIPT);
 
   app.get('/docs/api/errors', async (_request, reply) => docHeaders(reply).type('text/html; charset=utf-8').send(ERRORS_PAGE));
 
@@ -51,6 +73,32 @@ export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi })
     return docHeaders(reply).type('text/html; charset=utf-8').send(clientReadme);
   });
 };
+
+const PAGE_HEAD = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>API reference · orgdata</title>`;
+
+/** A slim bar above Redoc: back to the dashboard, and the pages Redoc does not render. */
+const REFERENCE_BAR = `<nav class="bar" aria-label="Documentation"><a href="/"><strong>orgdata</strong> dashboard</a><a href="/docs/api/errors">Error codes</a><a href="/docs/client">Official client</a><a href="/api/v1/openapi.json">openapi.json</a></nav>`;
+const REFERENCE_STYLE = `body{margin:0;font-family:system-ui,sans-serif;color:#1f2328}
+.bar{display:flex;flex-wrap:wrap;gap:.25rem 1.25rem;align-items:center;padding:.5rem 1rem;border-bottom:1px solid #d1d9e0;background:#fff;font-size:14px}
+.bar a{color:#0969da;text-decoration:none}.bar a:hover{text-decoration:underline}.bar a:first-child{color:#1f2328;margin-right:auto}
+.missing{max-width:50rem;margin:2rem auto;padding:0 1rem;line-height:1.5}`;
+
+function referencePage(bundleUrl: string): string {
+  return `${PAGE_HEAD}
+<style>${REFERENCE_STYLE}</style>
+<script src="${bundleUrl}" defer></script><script src="${INIT_SCRIPT_URL}" defer></script></head>
+<body>${REFERENCE_BAR}<div id="redoc"><p class="missing">Loading the API reference… It needs JavaScript; the document itself is <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.</p></div></body></html>`;
+}
+
+/** An installation without Redoc's bundle (neither in node_modules nor in dist/): says so instead of failing. */
+const MISSING_RENDERER_PAGE = `${PAGE_HEAD}
+<style>${REFERENCE_STYLE}</style></head>
+<body>${REFERENCE_BAR}<main class="missing"><h1>API reference</h1>
+<p>The reference's script (Redoc) is not part of this installation, so it cannot be shown here. The API is described in full by its OpenAPI document,
+<a href="/api/v1/openapi.json">/api/v1/openapi.json</a>, which any OpenAPI viewer opens; every error code is explained at <a href="/docs/api/errors">/docs/api/errors</a>.</p>
+<p>To the operator: the build copies the script into <code>dist/assets/redoc</code> (<code>npm run build</code> with the dev dependencies installed).</p></main></body></html>`;
 
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 

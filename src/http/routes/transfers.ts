@@ -36,7 +36,7 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
       summary: 'Upload the bytes of a reserved file',
       description:
         'The `upload_url` of a reservation. Send exactly the reserved number of bytes as the raw body, with no API key. Answers the file, now `ready` with its sha256. Works once. 503 `storage_unavailable` when file storage cannot be reached: the file stays `pending`, and the same PUT works once storage is back.',
-      tags: ['Files'],
+      tags: ['Uploads and downloads'],
       params: LinkParams,
       // Not validated by Fastify (the handler streams it to storage): documented as binary, any type.
       rawBody: { description: 'Exactly the reserved number of bytes, in any content type.' },
@@ -70,7 +70,7 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
       operationId: 'downloadFile',
       summary: 'Download the bytes of a file',
       description: "The `url` of a download link. Needs no API key; expires at the link's `expires_at`.",
-      tags: ['Files'],
+      tags: ['Uploads and downloads'],
       params: LinkParams,
       response: {
         200: { description: "The file's bytes, with its Content-Type.", type: 'string', format: 'binary' },
