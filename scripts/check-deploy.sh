@@ -72,7 +72,7 @@ node -e '
   }' "$created" "$listed"
 # The API reference: Redoc is a dev dependency, so its bundle must come from the copy in dist/.
 docs="$(curl -fsS "$base/docs")" || fail "GET /docs failed"
-bundle="$(printf '%s' "$docs" | grep -o '/docs/assets/redoc-[0-9.]*\.js' | head -n 1)"
+bundle="$(printf '%s' "$docs" | grep -o '/docs/assets/redoc-[0-9.]*-[0-9a-f]*\.js' | head -n 1)"
 [ -n "$bundle" ] || fail "/docs names no Redoc bundle: the reference's script is missing from dist/assets/redoc"
 init="$(printf '%s' "$docs" | grep -o '/docs/assets/reference-[0-9a-f]*\.js' | head -n 1)"
 for asset in "$bundle" "$init"; do

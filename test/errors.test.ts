@@ -158,7 +158,7 @@ describe.each(DIALECTS)('errors and edges on %s', (dialect) => {
     expect(docs.statusCode).toBe(200);
     expect(docs.headers['content-type']).toContain('text/html');
     // Redoc's bundle, from this origin.
-    const bundle = /<script src="(\/docs\/assets\/redoc-[\d.]+\.js)"/.exec(docs.body)?.[1] ?? '(none)';
+    const bundle = /<script src="(\/docs\/assets\/redoc-[\d.]+-[0-9a-f]+\.js)"/.exec(docs.body)?.[1] ?? '(none)';
     expect((await h.call(null, 'GET', bundle)).statusCode).toBe(200);
     const errors = await h.call(null, 'GET', '/docs/api/errors');
     for (const code of Object.keys(ERROR_CODES)) expect(errors.body).toContain(`id="${code}"`);

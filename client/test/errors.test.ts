@@ -158,6 +158,8 @@ describe('construction', () => {
     expect(withKey).not.toContain(options.apiKey);
     expect(refused('https://orgdata.example.com/api/v1#x')).toMatch(/fragment/);
     expect(refused('https://orgdata.example.com/api/v1?')).toMatch(/a query/);
+    // A short test key that happens to be part of the host name is not mistaken for a key in the URL.
+    expect(() => new Orgdata({ apiKey: 'test', baseUrl: 'https://test.example/api/v1' })).not.toThrow();
 
     // A trailing slash, and a path in front (behind a reverse proxy), are fine.
     for (const fine of [

@@ -7,16 +7,45 @@ import { UsageError } from './operatorError.js';
  * argument: arguments show in `ps` and in shell history.
  */
 export async function readNewPassword(question = 'New password: '): Promise<string> {
-  if (!process.stdin.isTTY) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    return text.split(/\r?\n/)[0] ?? '';
-  }
+  if (!process.stdin.isTTY) return firstLine();
   const first = await promptHidden(question);
   const second = await promptHidden('Again: ');
   if (first !== second) throw new UsageError('the two passwords differ');
   return first;
+}
+
+/** More than the longest password (1024 characters of up to 4 bytes): a file piped in by mistake is not held. */
+const MAX_LINE_BYTES = 4096;
+
+/**
+ * Standard input's first line, read only up to its newline: a pipe that stays open after the
+ * password (ssh without -t, `docker compose exec -T`) is not waited on. Leaving the loop early
+ * destroys the stream.
+ */
+async function firstLine(): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let sawNewline = false;
+  for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
+    const newline = chunk.indexOf(0x0a);
+    const part = newline >= 0 ? chunk.subarray(0, newline) : chunk;
+    chunks.push(part);
+    size += part.length;
+    if (newline >= 0) {
+      sawNewline = true;
+      break;
+    }
+    if (size > MAX_LINE_BYTES) break;
+  }
+  if (size > MAX_LINE_BYTES)
+    throw new UsageError(`standard input's first line is longer than ${MAX_LINE_BYTES} bytes: it cannot be a password`);
+  if (size === 0 && !sawNewline) {
+    throw new UsageError(
+      'standard input is not a terminal and held no password: give it as the first line, e.g. printf \'%s\\n\' "$PASSWORD" | orgdata …',
+    );
+  }
+  const line = Buffer.concat(chunks).toString('utf8');
+  return line.endsWith('\r') ? line.slice(0, -1) : line;
 }
 
 function promptHidden(question: string): Promise<string> {
@@ -24,6 +53,8 @@ function promptHidden(question: string): Promise<string> {
     const input = process.stdin;
     // Echo off before the question shows: what is typed as soon as it shows is not echoed either.
     input.setRawMode(true);
+    // Whole characters: a multi-byte one split across two reads is not corrupted.
+    input.setEncoding('utf8');
     process.stderr.write(question);
     input.resume();
     let answer = '';
@@ -35,12 +66,14 @@ function promptHidden(question: string): Promise<string> {
       if (error) reject(error);
       else resolve(answer);
     };
-    const onData = (data: Buffer) => {
-      for (const char of data.toString('utf8')) {
-        if (char === '\r' || char === '\n') return done();
+    const onData = (data: string) => {
+      for (const char of data) {
+        if (char === '\r' || char === '\n' || char === '\u0004') return done();
         if (char === '\u0003') return done(new UsageError('cancelled'));
-        if (char === '\u007f') answer = answer.slice(0, -1);
-        else answer += char;
+        if (char === '\u007f' || char === '\b') answer = Array.from(answer).slice(0, -1).join('');
+        // An escape sequence (arrow keys, function keys) arrives in one read: none of it is the password.
+        else if (char === '\u001b') return;
+        else if (char >= ' ') answer += char;
       }
     };
     input.on('data', onData);

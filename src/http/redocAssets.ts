@@ -8,14 +8,14 @@ import { fileURLToPath } from 'node:url';
 
 export interface RedocBundle {
   version: string;
-  /** Where the page loads it from: versioned, so it can be cached for good. */
+  /** Where the page loads it from: named by Redoc's version and a hash of what we serve (the patched bundle), so it can be cached for good. */
   url: string;
   script: Buffer;
 }
 
 /**
  * Redoc is a dev dependency (with its peers it is 85 MB); the build copies its bundle, its licence
- * and its package.json into dist/assets/redoc (scripts/compile.mjs). A dev install or the tests
+ * and its package.json into dist/assets/redoc (scripts/copy-redoc.mjs). A dev install or the tests
  * find it in node_modules, a production install (`npm ci --omit=dev`) in dist/. Null: neither.
  */
 export function findRedocBundle(): RedocBundle | null {
@@ -32,9 +32,14 @@ export function findRedocBundle(): RedocBundle | null {
       existsSync(file),
     );
     if (!bundle) continue;
-    const { version } = JSON.parse(readFileSync(path.join(folder, 'package.json'), 'utf8')) as { version: string };
-    const script = Buffer.from(readFileSync(bundle, 'utf8').replace(REDOCLY_LOGO, LOCAL_LOGO));
-    return { version, url: `/docs/assets/redoc-${version}.js`, script };
+    try {
+      const { version } = JSON.parse(readFileSync(path.join(folder, 'package.json'), 'utf8')) as { version: string };
+      const script = Buffer.from(readFileSync(bundle, 'utf8').replace(REDOCLY_LOGO, LOCAL_LOGO));
+      const hash = createHash('sha256').update(script).digest('hex').slice(0, 12);
+      return { version, url: `/docs/assets/redoc-${version}-${hash}.js`, script };
+    } catch {
+      // A damaged copy (no package.json, unreadable): the page says the script is missing rather than the server not starting.
+    }
   }
   return null;
 }

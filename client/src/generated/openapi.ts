@@ -1362,10 +1362,7 @@ export interface operations {
                  *       "external_id": "crm-00042",
                  *       "metadata": {
                  *         "crm_tier": "gold"
-                 *       },
-                 *       "label_ids": [
-                 *         "lbl_0VbVFlwOk3TzQ9wE1yUr"
-                 *       ]
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["ContactCreate"];
@@ -1400,15 +1397,7 @@ export interface operations {
                      *       },
                      *       "address": null,
                      *       "notes": null,
-                     *       "labels": [
-                     *         {
-                     *           "object": "label",
-                     *           "id": "lbl_0VbVFlwOk3TzQ9wE1yUr",
-                     *           "name": "VIP",
-                     *           "created_at": "2026-11-20T09:14:03.512Z",
-                     *           "updated_at": "2026-11-20T09:14:03.512Z"
-                     *         }
-                     *       ],
+                     *       "labels": [],
                      *       "source_type": "api",
                      *       "created_at": "2026-11-20T09:15:47.038Z",
                      *       "updated_at": "2026-11-20T09:15:47.038Z"

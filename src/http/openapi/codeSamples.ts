@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { API_PREFIX } from './routes.js';
 
 /**
@@ -115,12 +114,6 @@ export function literal(value: unknown, indent = ''): string {
 /** POSIX shell single quotes. */
 const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 
-/** A fixed UUID per operation: a sample sent twice is a replay, as the Idempotency-Key is meant to make it. */
-function idempotencyKey(operationId: string): string {
-  const hex = createHash('sha256').update(`orgdata sample ${operationId}`).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
-}
-
 function curl(method: string, url: string, op: Json): string {
   const authenticated = Array.isArray(op.security) && op.security.length > 0;
   const body = ((op.requestBody as Json | undefined)?.content as Record<string, Json> | undefined)?.['application/json']?.example;
@@ -128,13 +121,16 @@ function curl(method: string, url: string, op: Json): string {
   const parts = [`curl -sS${method === 'GET' ? '' : ` -X ${method}`} "${url}"`];
   if (authenticated) parts.push('-H "Authorization: Bearer $ORGDATA_API_KEY"');
   if (body !== undefined) parts.push('-H "Content-Type: application/json"');
-  if (idempotent) parts.push(`-H "Idempotency-Key: ${idempotencyKey(String(op.operationId))}"`);
+  if (idempotent) parts.push('-H "Idempotency-Key: $IDEMPOTENCY_KEY"');
   // Indented under the command; the spaces are JSON whitespace.
   if (body !== undefined) parts.push(`-d ${shellQuote(JSON.stringify(body, null, 2).replace(/\n/g, '\n  '))}`);
   // The link operations move bytes: the file's own type up, the bytes into a file down.
   if (op.operationId === 'uploadFile') parts.push('-H "Content-Type: application/pdf"', '--data-binary @report.pdf');
   if (op.operationId === 'downloadFile') parts.push('-o report.pdf');
-  return parts.join(' \\\n  ');
+  const command = parts.join(' \\\n  ');
+  // A fresh key each time the sample is pasted: one fixed key would make a second paste with another
+  // body an idempotency_key_reused error for 24 hours. Send the same key again only to retry.
+  return idempotent ? `IDEMPOTENCY_KEY=$(node -p 'crypto.randomUUID()')  # reuse it only to retry this request\n${command}` : command;
 }
 
 function clientSource(sample: ClientSample, values: SampleValues, apiUrl: string): string {
@@ -142,7 +138,8 @@ function clientSource(sample: ClientSample, values: SampleValues, apiUrl: string
   const setup = sample.noClient
     ? []
     : [`const orgdata = new Orgdata({ apiKey: process.env.ORGDATA_API_KEY, baseUrl: ${literal(apiUrl)} });`, ''];
-  return [...imports, '', ...setup, sample.code(values), ''].join('\n');
+  // An ES module (import, top-level await): a project made by `npm init -y` is CommonJS, hence the .mjs.
+  return ['// sample.mjs (Node 20+): run with node sample.mjs', ...imports, '', ...setup, sample.code(values), ''].join('\n');
 }
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'patch', 'delete']);

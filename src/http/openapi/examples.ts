@@ -54,11 +54,11 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
     phone: '+44 20 7946 0958',
     external_id: 'crm-00042',
     metadata: { crm_tier: 'gold' },
-    label_ids: [EXAMPLE_IDS.label],
   };
   const contactUpdate = { notes: 'Prefers e-mail.' };
-  const { label_ids: _labelIds, ...contactFields } = contactCreate;
-  // The contact as it is now: created with ContactCreate, then updated with ContactUpdate.
+  // No label_ids in the create example: a label id from here would not exist where the sample is pasted.
+  const contactFields = contactCreate;
+  // The contact as it is now: created with ContactCreate, then labelled, then updated with ContactUpdate.
   const contact = {
     object: 'contact',
     id: EXAMPLE_IDS.contact,
@@ -198,7 +198,7 @@ function answerOverrides(table: Record<string, unknown>, publicUrl: string): Rec
   const createdLabel = { ...label, ...(table.LabelCreate as Json), updated_at: label.created_at };
   return {
     // Made before the label was renamed and before the update that set its notes.
-    createContact: { ...contact, labels: [createdLabel], notes: null, updated_at: contact.created_at },
+    createContact: { ...contact, labels: [], notes: null, updated_at: contact.created_at },
     detachLabel: { ...contact, labels: [], updated_at: '2026-11-21T10:05:12.455Z' },
     createGroup: { ...group, metadata: {}, member_count: 0, updated_at: group.created_at },
     createLabel: createdLabel,
