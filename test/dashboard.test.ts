@@ -31,7 +31,7 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
 
     const ok = await login(org.adminEmail, 'correct horse battery');
     expect(ok.statusCode).toBe(303);
-    expect(ok.headers.location).toBe('/contacts');
+    expect(ok.headers.location).toBe('/');
     const setCookie = String(ok.headers['set-cookie']);
     expect(setCookie).toMatch(/od_session=[A-Za-z0-9_-]{40,}/);
     expect(setCookie).toContain('HttpOnly');

@@ -105,6 +105,7 @@ const shortDay = (day: string) =>
 function usageChart(days: UsageDay[]): Html {
   const top = Math.max(1, ...days.map(dayTotal));
   const sum = days.reduce((n, d) => n + dayTotal(d), 0);
+  if (sum === 0) return html`<p class="muted">No API requests in the last ${days.length} days.</p>`;
   const height = 100;
   const bars = days.map((day, i) => {
     let y = height;
@@ -119,10 +120,11 @@ function usageChart(days: UsageDay[]): Html {
   return html`<figure class="usage-chart">
       <p class="usage-total">
         <strong>${NUMBER.format(sum)}</strong> ${sum === 1 ? 'request' : 'requests'} in the last ${days.length} days, at most
-        ${NUMBER.format(days.every((d) => dayTotal(d) === 0) ? 0 : top)} a day.
+        ${NUMBER.format(top)} a day.
       </p>
       <svg
         viewBox="0 0 ${days.length * 10} ${height}"
+        class="usage-bars"
         preserveAspectRatio="none"
         role="img"
         aria-label="Requests per day, ${shortDay(days[0]!.day)} to ${shortDay(days.at(-1)!.day)}: ${NUMBER.format(sum)} in all"
