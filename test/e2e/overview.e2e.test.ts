@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/domain/apiKeys/apiKeys.js';
-import { createOrg } from '../../src/domain/orgs/orgs.js';
+import { addUser, createOrg } from '../../src/domain/orgs/orgs.js';
 import { seriousA11yViolations } from './accessibility.js';
 import { ARTIFACTS, hasChromium, launchBrowser, signInAs, startLiveServer, watchConsole, type LiveServer } from './browser.js';
 
@@ -34,11 +34,11 @@ describe.skipIf(!hasChromium)('overview in a browser', { timeout: 120_000 }, () 
     await server?.close();
   });
 
-  async function open(width: number): Promise<Page> {
+  async function open(width: number, email = 'ada@example.com'): Promise<Page> {
     const context = await browser.newContext({ viewport: { width, height: 900 } });
     const page = await context.newPage();
     watchConsole(page, consoleErrors);
-    await signInAs(page, server.url, 'ada@example.com', PASSWORD);
+    await signInAs(page, server.url, email, PASSWORD);
     return page;
   }
 
@@ -104,6 +104,20 @@ describe.skipIf(!hasChromium)('overview in a browser', { timeout: 120_000 }, () 
     expect(chart.width).toBeGreaterThan(300);
     const labelSize = (await phone.evaluate('parseFloat(getComputedStyle(document.querySelector(".usage-axis span")).fontSize)')) as number;
     expect(labelSize).toBeGreaterThanOrEqual(12);
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("shows a member the counts, activity and their own first steps, without the admins' usage (375 and 1280 px)", async () => {
+    await addUser(server.db.kysely, { orgId, email: 'mia@example.com', password: PASSWORD, role: 'member' });
+    for (const width of [375, 1280]) {
+      const page = await open(width, 'mia@example.com');
+      expect(new URL(page.url()).pathname).toBe('/');
+      expect(await page.getByRole('heading', { name: /^API usage/ }).count()).toBe(0);
+      expect(await page.getByRole('link', { name: '3 contacts' }).count()).toBe(1);
+      // Contacts and a group exist: a member's steps are done, so the list is gone.
+      expect(await page.getByRole('heading', { name: 'Getting started' }).count()).toBe(0);
+      await check(page, `overview-member-${width}px`, width);
+    }
     expect(consoleErrors).toEqual([]);
   });
 });
