@@ -199,7 +199,7 @@ describe.each(DIALECTS)('passkeys on %s', (dialect) => {
     expect(Number(stored.sign_count)).toBe(1);
     expect(stored.last_used_at).not.toBeNull();
     // Only a path on this site.
-    expect((await passkeySignIn(browser(), p.key, '//evil.example/x')).json()).toEqual({ redirect: '/contacts' });
+    expect((await passkeySignIn(browser(), p.key, '//evil.example/x')).json()).toEqual({ redirect: '/' });
   });
 
   it('refuses a passkey sign-in that is replayed, from another site, with a bad signature or origin, or a counter gone back', async () => {

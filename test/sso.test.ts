@@ -150,7 +150,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
   it('signs a member in through the provider, links iss+sub, and keeps the link when the email changes at the provider', async () => {
     const { response } = await ssoSignIn(base, 'Alice@ACME.test', 'alice');
     expect(response.status, await response.clone().text()).toBe(303);
-    expect(response.headers.get('location')).toBe('/contacts');
+    expect(response.headers.get('location')).toBe('/');
     expect(sessionCookieOf(response)).toBeDefined();
     const alice = await userId('alice@acme.test');
     const link = await db.kysely.selectFrom('sso_identities').selectAll().where('user_id', '=', alice!).execute();

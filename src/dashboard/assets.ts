@@ -64,6 +64,14 @@ details.rename[open]{display:block;margin:0 0 .5rem}details.rename form{display:
 @media (max-width:48rem){table.passkeys,table.passkeys tbody,table.passkeys tr,table.passkeys td{display:block}table.passkeys thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
 table.passkeys tr{border-bottom:1px solid var(--line);padding:.5rem 0}table.passkeys td{border:0;padding:.1rem 0;white-space:normal}table.passkeys td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.85rem}}
 code.wrap{word-break:break-all}svg.qr{display:block;max-width:100%;height:auto}form.again{margin-top:1rem}ul.codes{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:.4rem;font-size:1.1rem}
+ul.stats{list-style:none;margin:0 0 1rem;padding:0;display:grid;grid-template-columns:repeat(auto-fit,minmax(6.5rem,1fr));gap:.6rem}
+ul.stats a{display:block;border:1px solid var(--line);border-radius:8px;padding:.6rem .8rem;text-decoration:none;color:var(--fg)}ul.stats a:hover{border-color:var(--accent)}
+.stat-number{display:block;font-size:1.5rem;line-height:1.2;font-variant-numeric:tabular-nums}.stat-label{color:var(--muted)}
+ol.steps{list-style:none;margin:.5rem 0;padding:0}ol.steps li{display:flex;gap:.6rem;align-items:flex-start;padding:.4rem 0}
+.step-mark{flex:none;width:1.4rem;height:1.4rem;border-radius:50%;border:2px solid var(--line);text-align:center;line-height:1.1rem;font-size:.85rem}
+ol.steps li.done .step-mark{background:var(--ok);border-color:var(--ok);color:#fff}ol.steps li.done strong{color:var(--muted)}
+.usage-chart{margin:.5rem 0}.usage-chart svg.usage-bars{display:block;width:100%;height:8rem;max-width:none}.usage-total{margin:0 0 .4rem}
+.usage-axis{display:flex;justify-content:space-between;font-size:.85rem;color:var(--muted)}table.usage-days td,table.usage-days th{font-variant-numeric:tabular-nums}
 `;
 
 export const JS = `

@@ -1,7 +1,8 @@
 import type { SessionView } from '../domain/sessions/sessions.js';
 import { html, type Html } from './html.js';
 
-export type Section = 'contacts' | 'labels' | 'groups' | 'files' | 'import' | 'activity' | 'members' | 'developer' | 'security' | 'none';
+export type Section =
+  'overview' | 'contacts' | 'labels' | 'groups' | 'files' | 'import' | 'activity' | 'members' | 'developer' | 'security' | 'none';
 
 export interface PageOptions {
   title: string;
@@ -12,6 +13,7 @@ export interface PageOptions {
 }
 
 const NAV: { section: Section; href: string; label: string; admin?: boolean }[] = [
+  { section: 'overview', href: '/', label: 'Overview' },
   { section: 'contacts', href: '/contacts', label: 'Contacts' },
   { section: 'labels', href: '/labels', label: 'Labels' },
   { section: 'groups', href: '/groups', label: 'Groups' },

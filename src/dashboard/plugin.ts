@@ -40,6 +40,7 @@ import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
 import { requestLogPages } from './pages/requestLog.js';
 import { usagePages } from './pages/usage.js';
+import { overviewPages } from './pages/overview.js';
 import type { DashboardDeps } from './dashboardDeps.js';
 
 export function notFoundPage(): string {
@@ -155,7 +156,6 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
       reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(script),
     );
   }
-  app.get('/', async (_request, reply) => reply.redirect('/contacts', 303));
   app.get('/favicon.ico', async (_request, reply) => reply.code(204).send());
 
   await app.register(authPages, deps);
@@ -178,6 +178,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     });
     // The organisation's two-factor policy holds back, on every request, whoever it covers and has no second factor.
     pages.addHook('preHandler', requireTwoFactorEnrolment(deps.db));
+    await pages.register(overviewPages, deps);
     await pages.register(contactPages, deps);
     await pages.register(labelPages, deps);
     await pages.register(groupPages, deps);

@@ -93,5 +93,5 @@ export async function signInAs(page: Page, base: string, email: string, password
   await page.getByLabel('Email', { exact: true }).fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.waitForURL(`${base}/contacts`);
+  await page.waitForURL(`${base}/`);
 }

@@ -113,7 +113,7 @@ describe.skipIf(!hasChromium)('joining with a passkey in a browser', { timeout: 
     await context.clearCookies();
     await page.goto(`${server.url}/login`);
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
-    await page.waitForURL(`${server.url}/contacts`);
+    await page.waitForURL(`${server.url}/`);
     expect(await page.getByText('grace@example.com').count()).toBeGreaterThan(0);
     await context.close();
 

@@ -107,7 +107,7 @@ describe.skipIf(!hasChromium)('single sign-on in a browser', { timeout: 120_000 
     await page.locator('button[type=submit]').click();
     await page.waitForURL(new RegExp(`^${idp.issuer}/interaction/`));
     await page.locator('button[type=submit]').click();
-    await page.waitForURL(`${server.url}/contacts`);
+    await page.waitForURL(`${server.url}/`);
     expect(await page.getByText('lin@sso-e2e.test').count()).toBeGreaterThan(0);
     await context.close();
     expect(consoleErrors).toEqual([]);

@@ -105,7 +105,7 @@ describe.skipIf(!hasChromium)('two-factor authentication in a browser', { timeou
     expect((await later.cookies()).map((c) => c.name)).not.toContain('od_session');
     await again.getByLabel('Code', { exact: true }).fill(code(secret));
     await again.getByRole('button', { name: 'Verify' }).click();
-    await again.waitForURL(`${server.url}/contacts`);
+    await again.waitForURL(`${server.url}/`);
     expect((await later.cookies()).map((c) => c.name)).toContain('od_session');
     expect((await later.cookies()).map((c) => c.name)).not.toContain('od_pending');
 
@@ -127,7 +127,7 @@ describe.skipIf(!hasChromium)('two-factor authentication in a browser', { timeou
     await check(again, 'login-two-factor', 375);
     await again.getByLabel('Code', { exact: true }).fill(codes[0]!);
     await again.getByRole('button', { name: 'Verify' }).click();
-    await again.waitForURL(`${server.url}/contacts`);
+    await again.waitForURL(`${server.url}/`);
     expect(await again.getByText('You signed in with a recovery code').count()).toBe(1);
     await later.close();
     expect(outside).toEqual([]);

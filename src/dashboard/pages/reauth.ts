@@ -19,7 +19,7 @@ import { safeNext } from './auth.js';
 /** Where to go afterwards: a page of this site, never /reauth itself (that would only ask again). */
 function nextOf(value: string): string {
   const next = safeNext(value);
-  return next.startsWith(REAUTH) ? '/contacts' : next;
+  return next.startsWith(REAUTH) ? '/' : next;
 }
 
 export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
