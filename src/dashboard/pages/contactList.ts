@@ -9,7 +9,7 @@ import { ctxOf, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
-import { contactsQuery } from './contactExport.js';
+import { contactsQuery, DASHBOARD_SORT } from './contactExport.js';
 import { allLabels, send } from './contactForm.js';
 
 export const PAGE_SIZES = [25, 50, 100] as const;
@@ -48,7 +48,7 @@ export function listQuery(q: string, labelId: string, sort: ContactSort, limit: 
   return {
     ...(q ? { q } : {}),
     ...(labelId ? { label_id: labelId } : {}),
-    ...(sort !== 'created_at' ? { sort } : {}),
+    ...(sort !== DASHBOARD_SORT ? { sort } : {}),
     ...(limit !== PAGE_SIZES[0] ? { limit: String(limit) } : {}),
   };
 }
@@ -158,7 +158,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
             <div class="field">
               <label for="q">Search</label><input type="search" id="q" name="q" value="${q}" placeholder="Name, email or phone" />
             </div>
-            ${sort !== 'created_at' ? html`<input type="hidden" name="sort" value="${sort}" />` : ''}
+            ${sort !== DASHBOARD_SORT ? html`<input type="hidden" name="sort" value="${sort}" />` : ''}
             <div class="field">
               <label for="label-filter">Label</label
               ><select id="label-filter" name="label_id">
