@@ -105,7 +105,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
       <div class="row">
         <div class="field">
           <label for="bulk-action">Action</label
-          ><select id="bulk-action" name="action">
+          ><select id="bulk-action" name="action" data-bulk-action>
             ${labels.length ? html`<option value="add_label">Add label</option>` : ''}
             ${groups.length ? html`<option value="add_to_group">Add to group</option>` : ''}
             ${admin ? html`<option value="delete">Delete…</option>` : ''}
@@ -113,7 +113,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
         </div>
         ${
           labels.length
-            ? html`<div class="field">
+            ? html`<div class="field" data-bulk-for="add_label">
                 <label for="bulk-label">Label to add</label
                 ><select id="bulk-label" name="bulk_label_id">
                   ${labels.map((l) => html`<option value="${l.id}">${l.name}</option>`)}
@@ -123,7 +123,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
         }
         ${
           groups.length
-            ? html`<div class="field">
+            ? html`<div class="field" data-bulk-for="add_to_group">
                 <label for="bulk-group">Group to add to</label
                 ><select id="bulk-group" name="group_id">
                   ${groups.map((g) => html`<option value="${g.id}">${g.name}</option>`)}
