@@ -131,3 +131,15 @@ export function field(options: {
     ${error ? html`<p class="error" id="${id}-error">${error}</p>` : ''}
   </div>`;
 }
+
+const NUMBERS = new Intl.NumberFormat('en');
+
+/** Every count and total the dashboard prints, one way: 10,000. */
+export function formatNumber(n: number): string {
+  return NUMBERS.format(n);
+}
+
+/** "1 contact", "10,000 contacts": a formatted count and its noun. */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${formatNumber(n)} ${n === 1 ? one : many}`;
+}

@@ -6,14 +6,14 @@ import { listContacts } from '../../domain/contacts/list.js';
 import { getContact } from '../../domain/contacts/read.js';
 import type { Ctx } from '../../domain/context.js';
 import { ctxOf, flash, list, requireAdmin, text } from '../context.js';
-import { html, type Html } from '../html.js';
+import { formatNumber, html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { contactsFilter } from './contactExport.js';
 import { countText, listQuery, pageSize } from './contactList.js';
 import { send } from './contactForm.js';
 
-const contacts = (n: number) => (n === 1 ? '1 contact' : `${n.toLocaleString('en')} contacts`);
+const contacts = (n: number) => plural(n, 'contact');
 
 /**
  * The contacts a deletion names: "Ada Lovelace", "Ada Lovelace and Alan Turing", up to three
@@ -26,7 +26,7 @@ export function namedContacts(names: string[], count: number, more = false): str
   const others = count - shown.length;
   if (shown.length === 0) return contacts(count);
   if (others === 0) return shown.length === 1 ? shown[0]! : `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)!}`;
-  return `${shown.join(', ')} and ${others.toLocaleString('en')}${more ? '+' : ''} ${others === 1 ? 'other' : 'others'}`;
+  return `${shown.join(', ')} and ${formatNumber(others)}${more ? '+' : ''} ${others === 1 ? 'other' : 'others'}`;
 }
 
 /** The first three contacts' names of what a deletion would remove (an id of another organisation is skipped). */
@@ -87,7 +87,7 @@ export const contactBulkPages: FastifyPluginAsync<DashboardDeps> = async (app, {
               tooMany
                 ? html`<h1>Too many contacts</h1>
                     <div class="alert" role="alert">
-                      This search matches ${countText(count)}; at most ${BULK_LIMIT.toLocaleString('en')} can be deleted at once. Narrow the
+                      This search matches ${countText(count)}; at most ${formatNumber(BULK_LIMIT)} can be deleted at once. Narrow the
                       search or the label, then delete each part.
                     </div>`
                 : html`<h1>Delete ${namedContacts(names, count.count)}?</h1>

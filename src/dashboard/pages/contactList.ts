@@ -6,7 +6,7 @@ import type { ContactView } from '../../domain/contacts/view.js';
 import { groupNames } from '../../domain/groups/groups.js';
 import { decodeCursor, encodeCursor, type Position } from '../../domain/pagination.js';
 import { ctxOf, takeFlash, text } from '../context.js';
-import { html, type Html } from '../html.js';
+import { formatNumber, html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { contactsQuery, DASHBOARD_SORT } from './contactExport.js';
@@ -54,8 +54,8 @@ export function listQuery(q: string, labelId: string, sort: ContactSort, limit: 
 }
 
 export function countText({ count, more }: ContactCount): string {
-  if (more) return `${count.toLocaleString('en')}+ contacts`;
-  return count === 1 ? '1 contact' : `${count.toLocaleString('en')} contacts`;
+  if (more) return `${formatNumber(count)}+ contacts`;
+  return plural(count, 'contact');
 }
 
 function name(contact: ContactView): string {

@@ -10,7 +10,7 @@ import { decodeCursor, encodeCursor, type Position } from '../../domain/paginati
 import type { Ctx } from '../../domain/context.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, flash, list, takeFlash, text } from '../context.js';
-import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
+import { field, fieldErrors, html, plural, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { timelineSection } from './timeline.js';
@@ -31,9 +31,6 @@ function fullName(contact: ContactView): string {
   return `${contact.first_name} ${contact.last_name}`.trim();
 }
 
-export function plural(n: number, one: string, many: string): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
 
 export function groupForm(session: SessionView, action: string, submit: string, values: Partial<GroupInput>, errors?: FieldErrors): Html {
   return html`<form method="post" action="${action}" novalidate>

@@ -1,7 +1,7 @@
 import type { Ctx } from '../../domain/context.js';
 import { listActivity, type ActivityItem, type FieldChange } from '../../domain/events/activity.js';
 import type { RecordName } from '../../domain/events/names.js';
-import { html, type Html } from '../html.js';
+import { html, plural, type Html } from '../html.js';
 
 /** How many events a contact's or group's page shows; the rest are on /activity?subject=… */
 export const TIMELINE_SIZE = 20;
@@ -28,7 +28,7 @@ export function valueText(value: unknown): string {
 export function changeTable(changes: FieldChange[]): Html {
   if (changes.length === 0) return html`<span class="muted">(what changed was erased)</span>`;
   return html`<details class="changes">
-    <summary>${changes.length === 1 ? '1 field changed' : `${changes.length} fields changed`}</summary>
+    <summary>${plural(changes.length, 'field')} changed</summary>
     <table>
       <thead>
         <tr>

@@ -10,7 +10,7 @@ import {
   type EndpointWithSecret,
 } from '../../domain/webhooks/endpoints.js';
 import { ctxOf, flash, requireAdmin, takeFlash } from '../context.js';
-import { html, type Html } from '../html.js';
+import { html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { WEBHOOKS } from './developerTabs.js';
@@ -108,7 +108,7 @@ export const webhookDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
             <a class="button secondary" href="${base}/delete">Delete…</a>
           </p>
           <h2>Delivery log</h2>
-          <p class="muted">The last ${log.attempts.length} attempts, newest first. ${log.pending} deliveries waiting to be sent.</p>
+          <p class="muted">The last ${plural(log.attempts.length, 'attempt')}, newest first. ${plural(log.pending, 'delivery', 'deliveries')} waiting to be sent.</p>
           ${attemptRows(endpoint, log.attempts, csrf(session))}`,
       }),
     );
