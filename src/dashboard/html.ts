@@ -143,3 +143,14 @@ export function formatNumber(n: number): string {
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${formatNumber(n)} ${n === 1 ? one : many}`;
 }
+
+/**
+ * A list with nothing to show, worded one way on every page: what is missing ("No contacts yet.")
+ * and one line on how to add the first, or ("No contact matches this search.") what to try.
+ */
+export function emptyState(title: string, how: Html | string): Html {
+  return html`<div class="empty-state">
+    <p class="empty-title">${title}</p>
+    <p class="hint">${how}</p>
+  </div>`;
+}

@@ -6,7 +6,7 @@ import type { ContactView } from '../../domain/contacts/view.js';
 import { groupNames } from '../../domain/groups/groups.js';
 import { decodeCursor, encodeCursor, type Position } from '../../domain/pagination.js';
 import { ctxOf, takeFlash, text } from '../context.js';
-import { formatNumber, html, plural, type Html } from '../html.js';
+import { emptyState, formatNumber, html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { contactsQuery, DASHBOARD_SORT } from './contactExport.js';
@@ -177,9 +177,9 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
           <p class="muted" id="contacts-count" aria-live="polite">${countText(count)}</p>
           ${
             result.items.length === 0
-              ? html`<p class="muted">
-                  ${q || labelId ? 'No contact matches.' : 'No contacts yet. Create one, import a CSV, or add them through the API.'}
-                </p>`
+              ? q || labelId
+                ? emptyState('No contact matches this search.', 'Try other words or another label, or clear the search.')
+                : emptyState('No contacts yet.', html`Create one with New contact, <a href="/import">import a CSV</a>, or add them through the API.`)
               : html`<form method="post" action="/contacts/bulk" id="bulk">
                   ${csrf(session)} ${bulk}
                   <table>

@@ -10,7 +10,7 @@ import { decodeCursor, encodeCursor, type Position } from '../../domain/paginati
 import type { Ctx } from '../../domain/context.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, flash, list, takeFlash, text } from '../context.js';
-import { field, fieldErrors, html, plural, type FieldErrors, type Html } from '../html.js';
+import { emptyState, field, fieldErrors, html, plural, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { timelineSection } from './timeline.js';
@@ -132,9 +132,9 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
           <h2 id="members">Members</h2>
           ${
             members.items.length === 0
-              ? html`<p class="muted">
-                  ${state.cursor ? 'No more members.' : 'Nobody is in this group yet. Search for contacts below to add them.'}
-                </p>`
+              ? state.cursor
+                ? emptyState('No more members.', 'Go back to the first page.')
+                : emptyState('No members yet.', 'Search for contacts under Add members below, then tick them and add them.')
               : html`<table>
                   <thead>
                     <tr>

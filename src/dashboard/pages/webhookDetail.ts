@@ -10,7 +10,7 @@ import {
   type EndpointWithSecret,
 } from '../../domain/webhooks/endpoints.js';
 import { ctxOf, flash, requireAdmin, takeFlash } from '../context.js';
-import { html, plural, type Html } from '../html.js';
+import { emptyState, html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { WEBHOOKS } from './developerTabs.js';
@@ -25,7 +25,7 @@ function result(attempt: AttemptView): Html {
 }
 
 function attemptRows(endpoint: EndpointView, attempts: AttemptView[], csrfField: Html): Html {
-  if (attempts.length === 0) return html`<p class="muted">No delivery attempts yet.</p>`;
+  if (attempts.length === 0) return emptyState('No delivery attempts yet.', 'Each event this endpoint subscribes to is sent here as it happens.');
   return html`<table>
     <thead>
       <tr>
