@@ -65,6 +65,8 @@ details.rename[open]{display:block;margin:0 0 .5rem}details.rename form{display:
 table.passkeys tr{border-bottom:1px solid var(--line);padding:.5rem 0}table.passkeys td{border:0;padding:.1rem 0;white-space:normal}table.passkeys td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.85rem}}
 /* issue 32 frictions: the bulk box's hidden pickers */
 .bulk [data-bulk-for][hidden]{display:none}
+form.log-filters{gap:.75rem 1rem}form.log-filters .field{flex:1 1 12rem;max-width:none}form.log-filters .field.wide{flex:2 1 16rem}
+form.log-filters input,form.log-filters select,form.log-filters #f-request-id{width:100%}form.log-filters[role=search] .field.wide{flex:0 1 28rem}
 .empty-state{border:1px dashed var(--line);border-radius:6px;padding:.8rem 1rem;margin:.5rem 0 1rem}.empty-state p{margin:0}.empty-state .empty-title{font-weight:600}
 code.wrap{word-break:break-all}svg.qr{display:block;max-width:100%;height:auto}form.again{margin-top:1rem}ul.codes{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:.4rem;font-size:1.1rem}
 `;

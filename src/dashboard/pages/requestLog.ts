@@ -111,14 +111,14 @@ function detailCard(detail: RequestDetail, keys: Map<string, ApiKeyView>): Html 
 function filterForm(filters: RequestFilters, keys: ApiKeyView[], requestId: string): Html {
   const option = (value: string, label: string, selected: boolean) =>
     html`<option value="${value}" ${selected ? html` selected` : ''}>${label}</option>`;
-  return html`<form method="get" action="${LOGS}" class="filters" role="search">
-      <div class="field">
+  return html`<form method="get" action="${LOGS}" class="filters log-filters" role="search">
+      <div class="field wide">
         <label for="f-request-id">Find a request by its id</label>
-        <input id="f-request-id" name="request_id" value="${requestId}" placeholder="req_…" autocomplete="off" />
+        <input type="search" id="f-request-id" name="request_id" value="${requestId}" placeholder="req_…" autocomplete="off" />
       </div>
       <button type="submit">Find</button>
     </form>
-    <form method="get" action="${LOGS}" class="filters">
+    <form method="get" action="${LOGS}" class="filters log-filters" aria-label="Filter the log">
       <div class="field">
         <label for="f-key">Key</label>
         <select id="f-key" name="key">
@@ -131,9 +131,9 @@ function filterForm(filters: RequestFilters, keys: ApiKeyView[], requestId: stri
           ${option('', 'Any status', !filters.statusClass)}${STATUS_CLASSES.map((c) => option(c, c, filters.statusClass === c))}
         </select>
       </div>
-      <div class="field">
+      <div class="field wide">
         <label for="f-route">Route</label>
-        <input id="f-route" name="route" value="${filters.route ?? ''}" placeholder="/api/v1/contacts/:id" />
+        <input type="text" id="f-route" name="route" value="${filters.route ?? ''}" placeholder="/api/v1/contacts/:id" />
       </div>
       <button type="submit" class="secondary">Filter</button>
     </form>`;
