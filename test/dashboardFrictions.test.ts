@@ -46,7 +46,7 @@ describe.each(DIALECTS)('dashboard frictions on %s', (dialect) => {
   });
   afterAll(() => h.close());
 
-  it("offers only contacts not in the group yet, past a page of members", async () => {
+  it('offers only contacts not in the group yet, past a page of members', async () => {
     // The first 27 matches are members: the picker reads on and offers the last three.
     await addMembers(org.adminCtx(), groupId, ids.slice(0, 27));
     const page = await admin.get(`/groups/${groupId}?q=pick`);
@@ -106,7 +106,9 @@ describe.each(DIALECTS)('dashboard frictions on %s', (dialect) => {
     expect(body).not.toContain('must not be empty');
     const group = await admin.post('/groups', { name: '' });
     expect(group.statusCode).toBe(400);
-    expect(unescape(group.body)).toMatch(/<p class="error" id="f-name-error">Name (can't be empty|must be 1 to 200 characters long)\.<\/p>/);
+    expect(unescape(group.body)).toMatch(
+      /<p class="error" id="f-name-error">Name (can't be empty|must be 1 to 200 characters long)\.<\/p>/,
+    );
     const key = await org.key(['contacts:write']);
     const api = await h.call(key, 'POST', '/api/v1/contacts', { first_name: '', email: 'x@example.com' });
     expect(api.statusCode).toBe(400);
@@ -136,7 +138,9 @@ describe.each(DIALECTS)('dashboard frictions on %s', (dialect) => {
       const res = await user.get(url);
       expect(res.statusCode, url).toBe(200);
       // The title, then one line on how to add the first.
-      expect(res.body, url).toMatch(new RegExp(`<div class="empty-state">\\s*<p class="empty-title">${title.replace('.', '\\.')}</p>\\s*<p class="hint">[^<]+`));
+      expect(res.body, url).toMatch(
+        new RegExp(`<div class="empty-state">\\s*<p class="empty-title">${title.replace('.', '\\.')}</p>\\s*<p class="hint">[^<]+`),
+      );
     }
     expect((await user.get('/contacts?q=nobody')).body).toContain('<p class="empty-title">No contact matches this search.</p>');
   });

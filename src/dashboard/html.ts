@@ -68,7 +68,10 @@ const count = (n: string) => Number(n).toLocaleString('en');
 export function errorSentence(field: string, message: string, label = fieldLabel(field)): string {
   const m = message.trim().replace(/\.$/, '');
   const rules: [RegExp, (match: RegExpExecArray) => string][] = [
-    [/^(must not be empty|must NOT have fewer than 1 characters?|is required|must have required property .*)$/i, () => `${label} can't be empty.`],
+    [
+      /^(must not be empty|must NOT have fewer than 1 characters?|is required|must have required property .*)$/i,
+      () => `${label} can't be empty.`,
+    ],
     [/^must NOT have fewer than (\d+) characters$/, (x) => `${label} must be at least ${count(x[1]!)} characters long.`],
     [/^must (?:be at most|NOT have more than) (\d+) characters$/, (x) => `${label} can be at most ${count(x[1]!)} characters long.`],
     [/^must be (\d+) to (\d+) characters$/, (x) => `${label} must be ${count(x[1]!)} to ${count(x[2]!)} characters long.`],

@@ -76,7 +76,9 @@ describe.skipIf(!hasChromium)('small frictions in a browser', { timeout: 120_000
     await page.goto(`${server.url}/groups/${groupId}`);
     await page.getByLabel('Search contacts').fill('ada');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
-    const offered = await page.locator('fieldset.checks input[name=contact_ids]').evaluateAll((boxes) => boxes.map((b) => b.getAttribute('value')));
+    const offered = await page
+      .locator('fieldset.checks input[name=contact_ids]')
+      .evaluateAll((boxes) => boxes.map((b) => b.getAttribute('value')));
     expect(offered.sort()).toEqual([ids[8]!].sort());
     await page.getByLabel(/Ada Lovelace 8/).check();
     await page.getByRole('button', { name: 'Add to group', exact: true }).click();
@@ -128,7 +130,7 @@ describe.skipIf(!hasChromium)('small frictions in a browser', { timeout: 120_000
         expect(f.left).toBeGreaterThanOrEqual(0);
         expect(f.right).toBeLessThanOrEqual(width);
       }
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      expect((await page.evaluate('document.documentElement.scrollWidth')) as number).toBeLessThanOrEqual(width);
       await page.screenshot({ path: path.join(ARTIFACTS, `frictions-logs-${width}.png`), fullPage: true });
     }
     await page.setViewportSize({ width: 1280, height: 900 });

@@ -87,8 +87,8 @@ export const contactBulkPages: FastifyPluginAsync<DashboardDeps> = async (app, {
               tooMany
                 ? html`<h1>Too many contacts</h1>
                     <div class="alert" role="alert">
-                      This search matches ${countText(count)}; at most ${formatNumber(BULK_LIMIT)} can be deleted at once. Narrow the
-                      search or the label, then delete each part.
+                      This search matches ${countText(count)}; at most ${formatNumber(BULK_LIMIT)} can be deleted at once. Narrow the search
+                      or the label, then delete each part.
                     </div>`
                 : html`<h1>Delete ${namedContacts(names, count.count)}?</h1>
                     <div class="warning">

@@ -179,7 +179,10 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
             result.items.length === 0
               ? q || labelId
                 ? emptyState('No contact matches this search.', 'Try other words or another label, or clear the search.')
-                : emptyState('No contacts yet.', html`Create one with New contact, <a href="/import">import a CSV</a>, or add them through the API.`)
+                : emptyState(
+                    'No contacts yet.',
+                    html`Create one with New contact, <a href="/import">import a CSV</a>, or add them through the API.`,
+                  )
               : html`<form method="post" action="/contacts/bulk" id="bulk">
                   ${csrf(session)} ${bulk}
                   <table>

@@ -31,7 +31,6 @@ function fullName(contact: ContactView): string {
   return `${contact.first_name} ${contact.last_name}`.trim();
 }
 
-
 export function groupForm(session: SessionView, action: string, submit: string, values: Partial<GroupInput>, errors?: FieldErrors): Html {
   return html`<form method="post" action="${action}" novalidate>
     ${csrf(session)} ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true })}

@@ -85,7 +85,6 @@ function resultRow(r: ImportRowResult): Html {
   </tr>`;
 }
 
-
 /** What happened, in one or two sentences. */
 function outcomeText(result: ImportResult): string {
   const { counts } = result;

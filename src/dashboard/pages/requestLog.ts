@@ -44,7 +44,10 @@ function logTable(rows: LoggedRequest[], keys: Map<string, ApiKeyView>, filtered
   if (rows.length === 0) {
     return filtered
       ? emptyState('No requests match.', 'Choose another key, status or route, or show every request.')
-      : emptyState('No requests yet.', html`Requests made with an API key show here; create one under <a href="/settings/developer">API keys</a>.`);
+      : emptyState(
+          'No requests yet.',
+          html`Requests made with an API key show here; create one under <a href="/settings/developer">API keys</a>.`,
+        );
   }
   return html`<table>
     <caption class="sr-only">
@@ -181,7 +184,8 @@ export const requestLogPages: FastifyPluginAsync<DashboardDeps> = async (app, { 
               Every API request made with one of ${session.orgName}'s keys, newest first: never its body, never the key. A caller quotes the
               <code>request_id</code> of an error (or the <code>Request-Id</code> header): find it here.
             </p>
-            ${filterForm(filters, keyList, requestId)} ${found} ${logTable(items, keys, Boolean(filters.keyId || filters.statusClass || filters.route || q.before))}
+            ${filterForm(filters, keyList, requestId)} ${found}
+            ${logTable(items, keys, Boolean(filters.keyId || filters.statusClass || filters.route || q.before))}
             <nav aria-label="Pages" class="pager">
               ${q.before ? html`<a href="${LOGS}${query(base)}">Newest</a>` : ''}
               ${next ? html`<a href="${LOGS}${query({ ...base, before: `${next.at}|${next.requestId}` })}" rel="next">Older</a>` : ''}

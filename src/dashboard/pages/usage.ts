@@ -120,8 +120,8 @@ export const usagePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, d
               high="${Math.round(dailyQuota * 0.95)}"
               optimum="0"
             ></meter>
-            <label for="quota"><strong>${formatNumber(used)}</strong> of ${formatNumber(dailyQuota)} requests today (${share} %)</label>, counted until midnight UTC
-            (requests refused with 429 do not count; a second behind at most).
+            <label for="quota"><strong>${formatNumber(used)}</strong> of ${formatNumber(dailyQuota)} requests today (${share} %)</label>,
+            counted until midnight UTC (requests refused with 429 do not count; a second behind at most).
           </p>
           <h2>Requests per day, last ${DAYS} days</h2>
           ${chart(usage.days, `All keys of ${session.orgName}`)} ${table(usage.days, 'Requests per day')}

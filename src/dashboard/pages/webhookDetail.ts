@@ -25,7 +25,8 @@ function result(attempt: AttemptView): Html {
 }
 
 function attemptRows(endpoint: EndpointView, attempts: AttemptView[], csrfField: Html): Html {
-  if (attempts.length === 0) return emptyState('No delivery attempts yet.', 'Each event this endpoint subscribes to is sent here as it happens.');
+  if (attempts.length === 0)
+    return emptyState('No delivery attempts yet.', 'Each event this endpoint subscribes to is sent here as it happens.');
   return html`<table>
     <thead>
       <tr>
@@ -108,7 +109,10 @@ export const webhookDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
             <a class="button secondary" href="${base}/delete">Delete…</a>
           </p>
           <h2>Delivery log</h2>
-          <p class="muted">The last ${plural(log.attempts.length, 'attempt')}, newest first. ${plural(log.pending, 'delivery', 'deliveries')} waiting to be sent.</p>
+          <p class="muted">
+            The last ${plural(log.attempts.length, 'attempt')}, newest first. ${plural(log.pending, 'delivery', 'deliveries')} waiting to be
+            sent.
+          </p>
           ${attemptRows(endpoint, log.attempts, csrf(session))}`,
       }),
     );

@@ -76,7 +76,8 @@ function endpointForm(session: SessionView, values: EndpointForm, errors?: Field
 }
 
 function endpointTable(endpoints: EndpointView[]): Html {
-  if (endpoints.length === 0) return emptyState('No webhook endpoints yet.', 'Add one with Add an endpoint below to be told when contacts change.');
+  if (endpoints.length === 0)
+    return emptyState('No webhook endpoints yet.', 'Add one with Add an endpoint below to be told when contacts change.');
   return html`<table>
     <thead>
       <tr>
