@@ -163,10 +163,10 @@ describe.each(DIALECTS)('dashboard contacts list on %s', (dialect) => {
     await addMembers(ctx, a.id, [ids[0]!]);
     await addMembers(ctx, b.id, [ids[0]!, ids[1]!]);
     const page = await admin.get(`/contacts/${ids[0]}`);
-    expect(page.body).toContain('<h2>Groups</h2>');
+    expect(page.body).toContain('<h2 id="groups">Groups</h2>');
     expect(page.body).toContain(`<a href="/groups/${a.id}">Volunteers &#60;2026&#62;</a>`);
     expect(page.body).toContain(`<a href="/groups/${b.id}">Board</a>`);
     const none = await admin.get(`/contacts/${ids[2]}`);
-    expect(none.body).toContain('In no group.');
+    expect(none.body).toContain('In no group yet.');
   });
 });

@@ -56,7 +56,7 @@ describe.each(DIALECTS)('dashboard settings on %s', (dialect) => {
     expect(keyIn(res.body)).toBeUndefined();
     const forged = await admin.post('/settings/developer/keys', { name: 'X', scopes: ['contacts:admin'], expires: '90' });
     expect(forged.statusCode).toBe(400);
-    expect(forged.body).toContain('unknown scope');
+    expect(forged.body).toContain('Unknown scope contacts:admin;');
   });
 
   it('revokes a key after confirmation, and the API refuses it at once', async () => {

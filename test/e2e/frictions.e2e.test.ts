@@ -134,6 +134,30 @@ describe.skipIf(!hasChromium)('small frictions in a browser', { timeout: 120_000
       await page.screenshot({ path: path.join(ARTIFACTS, `frictions-logs-${width}.png`), fullPage: true });
     }
     await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('shows the pages it changed at 1280 and 375 px (screenshots), the bulk box with one picker', async () => {
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.goto(`${server.url}/contacts`);
+      // Add label is not offered (no label yet): Add to group is the first action, its picker alone.
+      expect(await page.getByLabel('Group to add to').isVisible()).toBe(true);
+      expect(await page.getByLabel('Label to add').count()).toBe(0);
+      await page.screenshot({ path: path.join(ARTIFACTS, `frictions-contacts-${width}.png`), fullPage: true });
+      await page.goto(`${server.url}/contacts/${ids[2]}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `frictions-contact-${width}.png`), fullPage: true });
+      await page.goto(`${server.url}/groups/${groupId}?q=grace`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `frictions-group-${width}.png`), fullPage: true });
+      await page.goto(`${server.url}/labels`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `frictions-labels-empty-${width}.png`), fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${server.url}/contacts`);
+    await page.getByLabel('Select every contact on this page').check();
+    await page.getByLabel('Action').selectOption('delete');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByRole('heading', { name: 'Delete Emmy Noether 11, Alan Turing 10 and 10 others?' }).waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'frictions-delete-confirm.png'), fullPage: true });
     expect(consoleErrors).toEqual([]);
   });
 });
