@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Ctx } from '../../domain/context.js';
+import { BULK_LIMIT } from '../../domain/contacts/bulk.js';
 import { countContacts, type ContactCount } from '../../domain/contacts/count.js';
 import { listContacts, reversedSort, type ContactFilters, type ContactSort } from '../../domain/contacts/list.js';
 import type { ContactView } from '../../domain/contacts/view.js';
@@ -137,7 +138,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
         ><input type="checkbox" name="all" value="matching" /> All ${countText(count)}${q || labelId ? ' matching this search' : ''}, not
         only those ticked</label
       >
-      <p class="hint">At most 10,000 contacts at once.</p>
+      <p class="hint">At most ${formatNumber(BULK_LIMIT)} contacts at once.</p>
     </fieldset>`;
     return send(
       reply,

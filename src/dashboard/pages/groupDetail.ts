@@ -201,7 +201,13 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
                       )}
                     </fieldset>
                     ${addError ? html`<p class="error" id="add-error">${addError}</p>` : ''}
-                    ${found.hasMore ? html`<p class="hint">Showing the first ${SEARCH_SIZE} matches; narrow the search to see others.</p>` : ''}
+                    ${
+                      found.hasMore
+                        ? html`<p class="hint">
+                            Showing the first ${SEARCH_SIZE} matches not in the group; narrow the search to see others.
+                          </p>`
+                        : ''
+                    }
                     <p class="hint">Only contacts not in the group yet are listed.</p>
                     <button type="submit">Add to group</button>
                   </form>`
