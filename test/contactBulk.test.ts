@@ -93,7 +93,9 @@ describe.each(DIALECTS)('dashboard bulk actions on contacts on %s', (dialect) =>
     const fields = { q: 'deleteme', label_id: label.id, action: 'delete', all: 'matching' };
     const ask = await admin.post('/contacts/bulk', fields);
     expect(ask.statusCode).toBe(200);
-    expect(ask.body).toContain('<h1>Delete 1,000 contacts?</h1>');
+    // The confirmation names the first two, newest first as the list shows them, and counts the others.
+    expect(ask.body).toContain('<h1>Delete Deleteme N999, Deleteme N998 and 998 others?</h1>');
+    expect(ask.body).toContain('1,000 contacts will be removed');
     expect(ask.body).toContain('value="yes"');
     expect(await exists(ids)).toBe(1000);
     // Members may not delete in bulk: neither the question nor the deed.
@@ -111,7 +113,12 @@ describe.each(DIALECTS)('dashboard bulk actions on contacts on %s', (dialect) =>
     expect(new Set(deleted.map((e) => e.subject_id))).toEqual(new Set(ids));
     // The ticked rows' way asks too, with their number.
     const two = await admin.post('/contacts/bulk', { action: 'delete', ids: keep.slice(0, 2) });
-    expect(two.body).toContain('<h1>Delete 2 contacts?</h1>');
+    expect(two.body).toContain('<h1>Delete Deleteme N0 and Deleteme N1?</h1>');
+    expect(two.body).toContain('Delete 2 contacts</button>');
+    const one = await admin.post('/contacts/bulk', { action: 'delete', ids: keep.slice(3, 4) });
+    expect(one.body).toContain('<h1>Delete Deleteme N3?</h1>');
+    const four = await admin.post('/contacts/bulk', { action: 'delete', ids: keep.slice(4, 8) });
+    expect(four.body).toContain('<h1>Delete Deleteme N4, Deleteme N5 and 2 others?</h1>');
   });
 
   it('refuses a form without the CSRF token, and changes nothing', async () => {

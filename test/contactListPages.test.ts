@@ -89,13 +89,32 @@ describe.each(DIALECTS)('dashboard contacts list on %s', (dialect) => {
     expect(names).toEqual([...names].sort());
   });
 
+  it('opens newest first (ties, as a batch makes, broken by id), while the API keeps its documented order', async () => {
+    const newest = [...ids].reverse();
+    const first = await admin.get('/contacts');
+    expect(listedIds(first.body)).toEqual(newest.slice(0, 25));
+    // The Created column is marked as the order, descending; its link turns it round.
+    expect(first.body).toMatch(/aria-sort="descending">\s*<a href="\/contacts\?sort=created_at"\s*>Created/);
+    // No sort in the pager's links for the default order; the whole walk is the reverse of creation.
+    expect(pagerLink(first.body, 'next')).not.toContain('sort=');
+    expect(await walkBothWays('/contacts')).toEqual(newest);
+    // Oldest first is still there, asked for, and stays in the links.
+    const oldest = await admin.get('/contacts?sort=created_at');
+    expect(listedIds(oldest.body)).toEqual(ids.slice(0, 25));
+    expect(pagerLink(oldest.body, 'next')).toContain('sort=created_at');
+    // The API: oldest first, as documented.
+    const key = await org.key(['contacts:read']);
+    const api = await h.call(key, 'GET', '/api/v1/contacts?limit=5');
+    expect((api.json() as { data: { id: string }[] }).data.map((c) => c.id)).toEqual(ids.slice(0, 5));
+  });
+
   it('walks a label and a search both ways (the label links and the terms index backwards)', async () => {
     const labelled = ids.filter((_, i) => i % 3 === 0);
-    expect(await walkBothWays(`/contacts?label_id=${labelId}`)).toEqual(labelled);
-    expect(await walkBothWays(`/contacts?label_id=${labelId}&sort=-created_at`)).toEqual([...labelled].reverse());
+    expect(await walkBothWays(`/contacts?label_id=${labelId}&sort=created_at`)).toEqual(labelled);
+    expect(await walkBothWays(`/contacts?label_id=${labelId}`)).toEqual([...labelled].reverse());
     const odd = ids.filter((_, i) => i % 2 === 1);
-    expect(await walkBothWays('/contacts?q=odd')).toEqual(odd);
-    expect(await walkBothWays('/contacts?q=odd&sort=-created_at&limit=50')).toEqual([...odd].reverse());
+    expect(await walkBothWays('/contacts?q=odd&sort=created_at')).toEqual(odd);
+    expect(await walkBothWays('/contacts?q=odd&limit=50')).toEqual([...odd].reverse());
   });
 
   it('counts the matching contacts exactly, and takes 25, 50 or 100 a page', async () => {
@@ -126,7 +145,7 @@ describe.each(DIALECTS)('dashboard contacts list on %s', (dialect) => {
     // The page size stays with the pager's links.
     const fifty = await admin.get('/contacts?limit=50');
     expect(pagerLink(fifty.body, 'next')).toContain('limit=50');
-    expect(listedIds((await admin.get(pagerLink(fifty.body, 'next')!)).body)).toEqual(ids.slice(50, 100));
+    expect(listedIds((await admin.get(pagerLink(fifty.body, 'next')!)).body)).toEqual([...ids].reverse().slice(50, 100));
   });
 
   it('refuses a next cursor used as a previous one, and another order', async () => {
@@ -144,10 +163,10 @@ describe.each(DIALECTS)('dashboard contacts list on %s', (dialect) => {
     await addMembers(ctx, a.id, [ids[0]!]);
     await addMembers(ctx, b.id, [ids[0]!, ids[1]!]);
     const page = await admin.get(`/contacts/${ids[0]}`);
-    expect(page.body).toContain('<h2>Groups</h2>');
+    expect(page.body).toContain('<h2 id="groups">Groups</h2>');
     expect(page.body).toContain(`<a href="/groups/${a.id}">Volunteers &#60;2026&#62;</a>`);
     expect(page.body).toContain(`<a href="/groups/${b.id}">Board</a>`);
     const none = await admin.get(`/contacts/${ids[2]}`);
-    expect(none.body).toContain('In no group.');
+    expect(none.body).toContain('In no group yet.');
   });
 });

@@ -52,11 +52,11 @@ describe.each(DIALECTS)('dashboard settings on %s', (dialect) => {
     const res = await admin.post('/settings/developer/keys', { name: '', expires: '90' });
     expect(res.statusCode).toBe(400);
     expect(res.body).toContain('id="f-name-error"');
-    expect(res.body).toContain('choose at least one scope');
+    expect(res.body).toContain('Choose at least one scope.');
     expect(keyIn(res.body)).toBeUndefined();
     const forged = await admin.post('/settings/developer/keys', { name: 'X', scopes: ['contacts:admin'], expires: '90' });
     expect(forged.statusCode).toBe(400);
-    expect(forged.body).toContain('unknown scope');
+    expect(forged.body).toContain('Unknown scope contacts:admin;');
   });
 
   it('revokes a key after confirmation, and the API refuses it at once', async () => {

@@ -76,7 +76,7 @@ describe.each(DIALECTS)('dashboard webhooks on %s', (dialect) => {
     expect(none.body).toContain('id="f-events-error"');
     const forged = await admin.post(WEBHOOKS, { url: PUBLIC_URL, events: ['contact.exploded'] });
     expect(forged.statusCode).toBe(400);
-    expect(forged.body).toContain('unknown event type or pattern contact.exploded');
+    expect(forged.body).toContain('Unknown event type or pattern contact.exploded;');
   });
 
   it('disables and enables, rolls the secret (shown once) and deletes after confirmation', async () => {

@@ -99,7 +99,7 @@ describe.each(DIALECTS)('request log on %s', (dialect) => {
     const usage = await admin.get('/settings/developer/usage');
     expect(usage.statusCode).toBe(200);
     expect(usage.body).toContain('<svg');
-    expect(usage.body).toMatch(/<strong>1<\/strong> of 1000000 requests today/);
+    expect(usage.body).toMatch(/<strong>1<\/strong> of 1,000,000 requests today/);
 
     await addUser(h.db.kysely, {
       orgId: org.orgId,

@@ -63,6 +63,11 @@ table.sessions td[data-label]::before{content:attr(data-label) ": ";color:var(--
 details.rename[open]{display:block;margin:0 0 .5rem}details.rename form{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin-top:.4rem}
 @media (max-width:48rem){table.passkeys,table.passkeys tbody,table.passkeys tr,table.passkeys td{display:block}table.passkeys thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
 table.passkeys tr{border-bottom:1px solid var(--line);padding:.5rem 0}table.passkeys td{border:0;padding:.1rem 0;white-space:normal}table.passkeys td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.85rem}}
+/* issue 32 frictions: the bulk box's hidden pickers */
+.bulk [data-bulk-for][hidden]{display:none}
+form.log-filters{gap:.75rem 1rem}form.log-filters .field{flex:1 1 12rem;max-width:none}form.log-filters .field.wide{flex:2 1 16rem}
+form.log-filters input,form.log-filters select,form.log-filters #f-request-id{width:100%}form.log-filters[role=search] .field.wide{flex:0 1 28rem}
+.empty-state{border:1px dashed var(--line);border-radius:6px;padding:.8rem 1rem;margin:.5rem 0 1rem}.empty-state p{margin:0}.empty-state .empty-title{font-weight:600}
 code.wrap{word-break:break-all}svg.qr{display:block;max-width:100%;height:auto}form.again{margin-top:1rem}ul.codes{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:.4rem;font-size:1.1rem}
 ul.stats{list-style:none;margin:0 0 1rem;padding:0;display:grid;grid-template-columns:repeat(auto-fit,minmax(6.5rem,1fr));gap:.6rem}
 ul.stats a{display:block;border:1px solid var(--line);border-radius:8px;padding:.6rem .8rem;text-decoration:none;color:var(--fg)}ul.stats a:hover{border-color:var(--accent)}
@@ -94,6 +99,15 @@ document.addEventListener('change', (event) => {
   const all = event.target;
   if (!all.dataset || !all.dataset.selectAll) return;
   for (const box of all.form.querySelectorAll('input[type=checkbox][name="' + all.dataset.selectAll + '"]')) box.checked = all.checked;
+});
+// The contacts list's bulk box shows only the picker its action needs (without the script every
+// picker shows, and the server reads only the one the action uses).
+function showBulkPicker(select) {
+  for (const picker of select.form.querySelectorAll('[data-bulk-for]')) picker.hidden = picker.dataset.bulkFor !== select.value;
+}
+for (const select of document.querySelectorAll('select[data-bulk-action]')) showBulkPicker(select);
+document.addEventListener('change', (event) => {
+  if (event.target.matches && event.target.matches('select[data-bulk-action]')) showBulkPicker(event.target);
 });
 document.addEventListener('submit', async (event) => {
   const form = event.target;

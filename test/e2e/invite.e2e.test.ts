@@ -78,7 +78,7 @@ describe.skipIf(!hasChromium)('invitations in a browser', { timeout: 120_000 }, 
     await grace.screenshot({ path: path.join(ARTIFACTS, 'invite-1280px.png'), fullPage: true });
     await grace.getByLabel('Choose a password').fill('short');
     await grace.getByRole('button', { name: 'Join Acme Ltd' }).click();
-    expect(await grace.getByText('must be 8 to 1024 characters').count()).toBe(1);
+    expect(await grace.getByText('Password must be 8 to 1,024 characters long.').count()).toBe(1);
     await grace.getByLabel('Choose a password').fill(PASSWORD);
     await grace.getByRole('button', { name: 'Join Acme Ltd' }).click();
     await grace.waitForURL(`${server.url}/contacts`);

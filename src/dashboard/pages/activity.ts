@@ -135,7 +135,7 @@ export const activityPages: FastifyPluginAsync<DashboardDeps> = async (app, { db
                 </p>`
               : ''
           }
-          ${activityTable(found.items, { actorLinks: true, empty: older || newer ? 'No more events.' : 'No events match.' })}
+          ${activityTable(found.items, { actorLinks: true, empty: older || newer ? 'No more events.' : type || actor || filters.subject ? 'No events match.' : 'No activity yet.' })}
           <nav class="pager" aria-label="Activity pages">
             ${older || newer ? html`<a class="button secondary" href="${here({})}">Newest</a>` : ''}
             ${newerLink ? html`<a class="button secondary" href="${newerLink}" rel="prev">← Newer</a>` : ''}

@@ -1,16 +1,48 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { bulkAddLabel, bulkAddToGroup, bulkDelete, BULK_LIMIT, type BulkResult, type BulkTarget } from '../../domain/contacts/bulk.js';
 import { countContacts } from '../../domain/contacts/count.js';
-import { ValidationError } from '../../domain/errors.js';
+import { NotFoundError, ValidationError } from '../../domain/errors.js';
+import { listContacts } from '../../domain/contacts/list.js';
+import { getContact } from '../../domain/contacts/read.js';
+import type { Ctx } from '../../domain/context.js';
 import { ctxOf, flash, list, requireAdmin, text } from '../context.js';
-import { html, type Html } from '../html.js';
+import { formatNumber, html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { contactsFilter } from './contactExport.js';
 import { countText, listQuery, pageSize } from './contactList.js';
 import { send } from './contactForm.js';
 
-const contacts = (n: number) => (n === 1 ? '1 contact' : `${n.toLocaleString('en')} contacts`);
+const contacts = (n: number) => plural(n, 'contact');
+
+/**
+ * The contacts a deletion names: "Ada Lovelace", "Ada Lovelace and Alan Turing", up to three
+ * names, then the first two and how many others ("Ada Lovelace, Alan Turing and 3 others").
+ * `count` is every contact deleted; `names` the first few (in the list's order), at least two
+ * when count > 3. With `more` the count is a lower bound (the count stops at 10,000).
+ */
+export function namedContacts(names: string[], count: number, more = false): string {
+  const shown = count > 3 ? names.slice(0, 2) : names.slice(0, count);
+  const others = count - shown.length;
+  if (shown.length === 0) return contacts(count);
+  if (others === 0) return shown.length === 1 ? shown[0]! : `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)!}`;
+  return `${shown.join(', ')} and ${formatNumber(others)}${more ? '+' : ''} ${others === 1 ? 'other' : 'others'}`;
+}
+
+/** The first three contacts' names of what a deletion would remove (an id of another organisation is skipped). */
+async function firstNames(ctx: Ctx, target: BulkTarget, sort: Parameters<typeof listContacts>[3]): Promise<string[]> {
+  const full = (c: { first_name: string; last_name: string }) => `${c.first_name} ${c.last_name}`.trim();
+  if ('filters' in target) return (await listContacts(ctx, { limit: 3, after: null }, target.filters, sort)).items.map(full);
+  const found = await Promise.all(
+    [...new Set(target.ids)].slice(0, 3).map((id) =>
+      getContact(ctx, id).catch((error: unknown) => {
+        if (error instanceof NotFoundError) return null;
+        throw error;
+      }),
+    ),
+  );
+  return found.filter((c) => c !== null).map(full);
+}
 
 /**
  * The contacts list's bulk actions (its form posts here, with the CSRF token every form carries):
@@ -36,7 +68,10 @@ export const contactBulkPages: FastifyPluginAsync<DashboardDeps> = async (app, {
 
     if (action === 'delete' && text(body, 'confirmed') !== 'yes') {
       requireAdmin(request);
-      const count = all && filters ? await countContacts(ctx, filters) : { count: new Set(ids).size, more: false };
+      const [count, names] = await Promise.all([
+        all && filters ? countContacts(ctx, filters) : { count: new Set(ids).size, more: false },
+        firstNames(ctx, target, sort),
+      ]);
       const hidden = (fields: Record<string, string>): Html[] =>
         Object.entries(fields).map(([field, value]) => html`<input type="hidden" name="${field}" value="${value}" />`);
       const tooMany = count.more;
@@ -52,10 +87,10 @@ export const contactBulkPages: FastifyPluginAsync<DashboardDeps> = async (app, {
               tooMany
                 ? html`<h1>Too many contacts</h1>
                     <div class="alert" role="alert">
-                      This search matches ${countText(count)}; at most ${BULK_LIMIT.toLocaleString('en')} can be deleted at once. Narrow the
-                      search or the label, then delete each part.
+                      This search matches ${countText(count)}; at most ${formatNumber(BULK_LIMIT)} can be deleted at once. Narrow the search
+                      or the label, then delete each part.
                     </div>`
-                : html`<h1>Delete ${contacts(count.count)}?</h1>
+                : html`<h1>Delete ${namedContacts(names, count.count)}?</h1>
                     <div class="warning">
                       ${all ? html`Every contact ${q || labelId ? 'matching this search' : 'of this organisation'}: ` : ''}
                       ${contacts(count.count)} will be removed from every group, with their labels. This cannot be undone.

@@ -3,7 +3,9 @@ import { deleteContact, updateContact, type ContactInput } from '../../domain/co
 import { attachLabel, detachLabel } from '../../domain/contacts/labelLinks.js';
 import { getContact } from '../../domain/contacts/read.js';
 import type { Ctx } from '../../domain/context.js';
-import { CONTACT_GROUPS_SHOWN, groupsOfContact } from '../../domain/groups/members.js';
+import { addMembers, CONTACT_GROUPS_SHOWN, groupsHolding, groupsOfContact } from '../../domain/groups/members.js';
+import { groupNames } from '../../domain/groups/groups.js';
+import type { SessionView } from '../../domain/sessions/sessions.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
 import { html, type FieldErrors, type Html } from '../html.js';
@@ -12,20 +14,46 @@ import type { DashboardDeps } from '../dashboardDeps.js';
 import { allLabels, contactForm, formErrors, formInput, send } from './contactForm.js';
 import { timelineSection } from './timeline.js';
 
+/** The groups the contact page's picker offers, at most (organisations have tens). */
+const GROUP_PICKER_SIZE = 500;
+
 /**
- * The contact's groups, each a link to its page. (Files have no relation to contacts in the data
- * model: there are none to show.)
+ * The contact's groups, each a link to its page, and a picker of the groups it is not in with Add
+ * (the group page's addMembers). (Files have no relation to contacts in the data model: there are
+ * none to show.)
  */
-async function contactGroups(ctx: Ctx, contactId: string): Promise<Html> {
-  const groups = await groupsOfContact(ctx, contactId);
-  return html`<h2>Groups</h2>
+async function contactGroups(ctx: Ctx, session: SessionView, contactId: string): Promise<Html> {
+  const [groups, names] = await Promise.all([groupsOfContact(ctx, contactId), groupNames(ctx, GROUP_PICKER_SIZE)]);
+  const holding = await groupsHolding(
+    ctx,
+    contactId,
+    names.map((g) => g.id),
+  );
+  const offered = names.filter((g) => !holding.has(g.id));
+  return html`<h2 id="groups">Groups</h2>
     ${
       groups.items.length === 0
-        ? html`<p class="muted">In no group. Add it from a <a href="/groups">group's page</a>.</p>`
+        ? html`<p class="muted">In no group yet.</p>`
         : html`<ul class="contact-groups">
               ${groups.items.map((g) => html`<li><a href="/groups/${g.id}">${g.name}</a></li>`)}
             </ul>
             ${groups.hasMore ? html`<p class="muted">And more: the first ${CONTACT_GROUPS_SHOWN} are shown.</p>` : ''}`
+    }
+    ${
+      offered.length
+        ? html`<form method="post" action="/contacts/${contactId}/groups" class="row">
+            ${csrf(session)}
+            <div class="field">
+              <label for="add-to-group">Group</label
+              ><select id="add-to-group" name="group_id">
+                ${offered.map((g) => html`<option value="${g.id}">${g.name}</option>`)}
+              </select>
+            </div>
+            <button type="submit" class="secondary">Add to group</button>
+          </form>`
+        : html`<p class="muted">
+            ${names.length ? 'It is in every group.' : html`No groups yet: <a href="/groups">create one</a>, then add the contact here.`}
+          </p>`
     }`;
 }
 
@@ -109,7 +137,7 @@ export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
                   ${labels.length ? 'Every label is attached.' : html`No labels yet: <a href="/labels">create one</a>.`}
                 </p>`
           }
-          ${await contactGroups(ctx, contact.id)} ${timeline}
+          ${await contactGroups(ctx, session, contact.id)} ${timeline}
           <h2>Delete</h2>
           <p>Deleting removes the contact from every group. This cannot be undone.</p>
           <p><a class="button secondary" href="/contacts/${contact.id}/delete">Delete contact…</a></p>`,
@@ -173,6 +201,19 @@ export const contactDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
     await attachLabel(ctxOf(request, db), request.params.id, text(request.body, 'label_id'));
     flash(reply, 'Label added.');
     return reply.redirect(`/contacts/${request.params.id}`, 303);
+  });
+
+  // Adds the contact to a group from its page: the group page's addMembers, for one contact.
+  app.post<{ Params: { id: string } }>('/contacts/:id/groups', async (request, reply) => {
+    const groupId = text(request.body, 'group_id');
+    if (groupId === '') {
+      flash(reply, 'Nothing was changed: choose a group.');
+      return reply.redirect(`/contacts/${request.params.id}#groups`, 303);
+    }
+    const ctx = ctxOf(request, db);
+    const group = await addMembers(ctx, groupId, [request.params.id]);
+    flash(reply, `Added to ${group.name}.`);
+    return reply.redirect(`/contacts/${request.params.id}#groups`, 303);
   });
 
   app.post<{ Params: { id: string; labelId: string } }>('/contacts/:id/labels/:labelId/remove', async (request, reply) => {

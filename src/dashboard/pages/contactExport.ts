@@ -14,6 +14,12 @@ export function contactsQuery(request: FastifyRequest): ReturnType<typeof contac
   return contactsFilter(request.query);
 }
 
+/**
+ * The dashboard list's order when none is asked: newest first (the id breaks ties, as in every
+ * order). The API's default order stays as documented (oldest first); only the dashboard differs.
+ */
+export const DASHBOARD_SORT: ContactSort = '-created_at';
+
 /** contactsQuery from any fields: a query string's, or a bulk action form's. */
 export function contactsFilter(values: unknown): {
   q: string;
@@ -24,9 +30,9 @@ export function contactsFilter(values: unknown): {
 } {
   const q = text(values, 'q').slice(0, 200);
   const labelId = text(values, 'label_id');
-  // The API's orders (sort=): an unknown one is the default.
+  // The API's orders (sort=): an unknown one is the dashboard's default, newest first.
   const asked = text(values, 'sort');
-  const sort: ContactSort = (CONTACT_SORTS as readonly string[]).includes(asked) ? (asked as ContactSort) : 'created_at';
+  const sort: ContactSort = (CONTACT_SORTS as readonly string[]).includes(asked) ? (asked as ContactSort) : DASHBOARD_SORT;
   const words = searchWords(q);
   const filters =
     q.trim() !== '' && words.length === 0 ? null : { words: words.length > 0 ? words : undefined, labelId: labelId || undefined };

@@ -1,15 +1,16 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Ctx } from '../../domain/context.js';
+import { BULK_LIMIT } from '../../domain/contacts/bulk.js';
 import { countContacts, type ContactCount } from '../../domain/contacts/count.js';
 import { listContacts, reversedSort, type ContactFilters, type ContactSort } from '../../domain/contacts/list.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { groupNames } from '../../domain/groups/groups.js';
 import { decodeCursor, encodeCursor, type Position } from '../../domain/pagination.js';
 import { ctxOf, takeFlash, text } from '../context.js';
-import { html, type Html } from '../html.js';
+import { emptyState, formatNumber, html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
-import { contactsQuery } from './contactExport.js';
+import { contactsQuery, DASHBOARD_SORT } from './contactExport.js';
 import { allLabels, send } from './contactForm.js';
 
 export const PAGE_SIZES = [25, 50, 100] as const;
@@ -48,14 +49,14 @@ export function listQuery(q: string, labelId: string, sort: ContactSort, limit: 
   return {
     ...(q ? { q } : {}),
     ...(labelId ? { label_id: labelId } : {}),
-    ...(sort !== 'created_at' ? { sort } : {}),
+    ...(sort !== DASHBOARD_SORT ? { sort } : {}),
     ...(limit !== PAGE_SIZES[0] ? { limit: String(limit) } : {}),
   };
 }
 
 export function countText({ count, more }: ContactCount): string {
-  if (more) return `${count.toLocaleString('en')}+ contacts`;
-  return count === 1 ? '1 contact' : `${count.toLocaleString('en')} contacts`;
+  if (more) return `${formatNumber(count)}+ contacts`;
+  return plural(count, 'contact');
 }
 
 function name(contact: ContactView): string {
@@ -105,7 +106,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
       <div class="row">
         <div class="field">
           <label for="bulk-action">Action</label
-          ><select id="bulk-action" name="action">
+          ><select id="bulk-action" name="action" data-bulk-action>
             ${labels.length ? html`<option value="add_label">Add label</option>` : ''}
             ${groups.length ? html`<option value="add_to_group">Add to group</option>` : ''}
             ${admin ? html`<option value="delete">Delete…</option>` : ''}
@@ -113,7 +114,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
         </div>
         ${
           labels.length
-            ? html`<div class="field">
+            ? html`<div class="field" data-bulk-for="add_label">
                 <label for="bulk-label">Label to add</label
                 ><select id="bulk-label" name="bulk_label_id">
                   ${labels.map((l) => html`<option value="${l.id}">${l.name}</option>`)}
@@ -123,7 +124,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
         }
         ${
           groups.length
-            ? html`<div class="field">
+            ? html`<div class="field" data-bulk-for="add_to_group">
                 <label for="bulk-group">Group to add to</label
                 ><select id="bulk-group" name="group_id">
                   ${groups.map((g) => html`<option value="${g.id}">${g.name}</option>`)}
@@ -137,7 +138,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
         ><input type="checkbox" name="all" value="matching" /> All ${countText(count)}${q || labelId ? ' matching this search' : ''}, not
         only those ticked</label
       >
-      <p class="hint">At most 10,000 contacts at once.</p>
+      <p class="hint">At most ${formatNumber(BULK_LIMIT)} contacts at once.</p>
     </fieldset>`;
     return send(
       reply,
@@ -158,7 +159,7 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
             <div class="field">
               <label for="q">Search</label><input type="search" id="q" name="q" value="${q}" placeholder="Name, email or phone" />
             </div>
-            ${sort !== 'created_at' ? html`<input type="hidden" name="sort" value="${sort}" />` : ''}
+            ${sort !== DASHBOARD_SORT ? html`<input type="hidden" name="sort" value="${sort}" />` : ''}
             <div class="field">
               <label for="label-filter">Label</label
               ><select id="label-filter" name="label_id">
@@ -177,9 +178,12 @@ export const contactListPages: FastifyPluginAsync<DashboardDeps> = async (app, {
           <p class="muted" id="contacts-count" aria-live="polite">${countText(count)}</p>
           ${
             result.items.length === 0
-              ? html`<p class="muted">
-                  ${q || labelId ? 'No contact matches.' : 'No contacts yet. Create one, import a CSV, or add them through the API.'}
-                </p>`
+              ? q || labelId
+                ? emptyState('No contact matches this search.', 'Try other words or another label, or clear the search.')
+                : emptyState(
+                    'No contacts yet.',
+                    html`Create one with New contact, <a href="/import">import a CSV</a>, or add them through the API.`,
+                  )
               : html`<form method="post" action="/contacts/bulk" id="bulk">
                   ${csrf(session)} ${bulk}
                   <table>

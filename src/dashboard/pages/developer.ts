@@ -13,7 +13,7 @@ import { expandScopes, isScope, SCOPES } from '../../domain/scopes.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { adminOnly, flash, list, requireAdmin, takeFlash, text } from '../context.js';
 import { requireRecentAuthentication } from '../reauth.js';
-import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
+import { emptyState, field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage } from './developerTabs.js';
@@ -99,7 +99,7 @@ function keyRow(key: ApiKeyView, creators: Map<string, string>, now: Date): Html
 }
 
 function keyTable(keys: ApiKeyView[], creators: Map<string, string>, now: Date): Html {
-  if (keys.length === 0) return html`<p class="muted">No API keys yet.</p>`;
+  if (keys.length === 0) return emptyState('No API keys yet.', 'Create one with Create a key below to call the API.');
   return html`<table>
     <thead>
       <tr>

@@ -5,7 +5,7 @@ import { deleteFile, downloadLink, getFile, listFiles, reserveFile, type FileVie
 import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
 import { statusOf } from '../../web/errorStatus.js';
 import { checkCsrf, ctxOf, flash, takeFlash, text } from '../context.js';
-import { html, type Html } from '../html.js';
+import { emptyState, html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 
@@ -124,7 +124,9 @@ export const filePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
           </form>
           ${
             result.items.length === 0
-              ? html`<p class="muted">${status || cursor ? 'No file matches.' : 'No files yet. Upload one above, or through the API.'}</p>`
+              ? status || cursor
+                ? emptyState('No file matches.', 'Choose another status, or show every file.')
+                : emptyState('No files yet.', 'Upload one with Upload a file above, or through the API.')
               : html`<table>
                   <thead>
                     <tr>

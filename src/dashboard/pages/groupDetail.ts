@@ -5,11 +5,12 @@ import { searchWords } from '../../domain/contacts/searchText.js';
 import type { ContactView } from '../../domain/contacts/view.js';
 import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import { getGroup, updateGroup, type GroupInput, type GroupView } from '../../domain/groups/groups.js';
-import { addMembers, listMembers, MAX_MEMBERS_PER_REQUEST, removeMember } from '../../domain/groups/members.js';
-import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
+import { addMembers, listMembers, MAX_MEMBERS_PER_REQUEST, membersAmong, removeMember } from '../../domain/groups/members.js';
+import { decodeCursor, encodeCursor, type Position } from '../../domain/pagination.js';
+import type { Ctx } from '../../domain/context.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, flash, list, takeFlash, text } from '../context.js';
-import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
+import { emptyState, field, fieldErrors, html, plural, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { timelineSection } from './timeline.js';
@@ -30,16 +31,44 @@ function fullName(contact: ContactView): string {
   return `${contact.first_name} ${contact.last_name}`.trim();
 }
 
-export function plural(n: number, one: string, many: string): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
-
 export function groupForm(session: SessionView, action: string, submit: string, values: Partial<GroupInput>, errors?: FieldErrors): Html {
   return html`<form method="post" action="${action}" novalidate>
     ${csrf(session)} ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true })}
     ${field({ name: 'description', label: 'Description', value: values.description, errors, multiline: true })}
     <button type="submit">${submit}</button>
   </form>`;
+}
+
+/** How many pages of matches the picker reads, at most, looking for contacts not in the group yet. */
+const SEARCH_READS = 4;
+
+/**
+ * The contacts a search finds that are not members yet, the first SEARCH_SIZE of them: pages of
+ * matches are read (SEARCH_READS at most) and the members among each dropped, so the picker never
+ * offers someone already in the group. `hasMore`: more matches may follow (narrow the search).
+ */
+async function nonMembers(ctx: Ctx, groupId: string, q: string): Promise<{ items: ContactView[]; hasMore: boolean; members: number }> {
+  const words = searchWords(q);
+  if (q.trim() !== '' && words.length === 0) return { items: [], hasMore: false, members: 0 };
+  const items: ContactView[] = [];
+  let members = 0;
+  let after: Position | null = null;
+  for (let read = 0; read < SEARCH_READS; read++) {
+    const page = await listContacts(ctx, { limit: 100, after }, { words: words.length > 0 ? words : undefined });
+    const inGroup = await membersAmong(
+      ctx,
+      groupId,
+      page.items.map((c) => c.id),
+    );
+    for (const contact of page.items) {
+      if (inGroup.has(contact.id)) members++;
+      else if (items.length < SEARCH_SIZE) items.push(contact);
+      else return { items, hasMore: true, members };
+    }
+    if (!page.hasMore || !page.last) return { items, hasMore: false, members };
+    after = page.last;
+  }
+  return { items, hasMore: true, members };
 }
 
 /** What the group page shows besides the group: a failed edit or add, and the contact search. */
@@ -64,11 +93,7 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
     const q = state.q ?? null;
     const [members, found, timeline] = await Promise.all([
       listMembers(ctx, group.id, { limit: MEMBERS_PAGE_SIZE, after }),
-      q === null
-        ? null
-        : q.trim() !== '' && searchWords(q).length === 0
-          ? { items: [], hasMore: false }
-          : listContacts(ctx, { limit: SEARCH_SIZE, after: null }, { words: searchWords(q).length > 0 ? searchWords(q) : undefined }),
+      q === null ? null : nonMembers(ctx, group.id, q),
       timelineSection(ctx, group.id),
     ]);
     // One read per member row (at most 25); a member whose contact was just deleted shows its id.
@@ -106,9 +131,9 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
           <h2 id="members">Members</h2>
           ${
             members.items.length === 0
-              ? html`<p class="muted">
-                  ${state.cursor ? 'No more members.' : 'Nobody is in this group yet. Search for contacts below to add them.'}
-                </p>`
+              ? state.cursor
+                ? emptyState('No more members.', 'Go back to the first page.')
+                : emptyState('No members yet.', 'Search for contacts under Add members below, then tick them and add them.')
               : html`<table>
                   <thead>
                     <tr>
@@ -156,7 +181,13 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
                   ${SEARCH_SIZE} contacts.
                 </p>`
               : found.items.length === 0
-                ? html`<p class="muted">No contact matches${q ? html` “${q}”` : ''}.</p>`
+                ? html`<p class="muted">
+                    ${
+                      found.members > 0
+                        ? html`Every contact matching${q ? html` “${q}”` : ''} is already in the group.`
+                        : html`No contact matches${q ? html` “${q}”` : ''}.`
+                    }
+                  </p>`
                 : html`<form method="post" action="/groups/${group.id}/members" novalidate>
                     ${csrf(session)}
                     <input type="hidden" name="q" value="${q ?? ''}" />
@@ -170,8 +201,14 @@ export const groupDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, {
                       )}
                     </fieldset>
                     ${addError ? html`<p class="error" id="add-error">${addError}</p>` : ''}
-                    ${found.hasMore ? html`<p class="hint">Showing the first ${SEARCH_SIZE} matches; narrow the search to see others.</p>` : ''}
-                    <p class="hint">Contacts already in the group stay as they are.</p>
+                    ${
+                      found.hasMore
+                        ? html`<p class="hint">
+                            Showing the first ${SEARCH_SIZE} matches not in the group; narrow the search to see others.
+                          </p>`
+                        : ''
+                    }
+                    <p class="hint">Only contacts not in the group yet are listed.</p>
                     <button type="submit">Add to group</button>
                   </form>`
           }

@@ -3,10 +3,10 @@ import { ValidationError } from '../../domain/errors.js';
 import { createGroup, deleteGroup, getGroup, listGroups, type GroupInput } from '../../domain/groups/groups.js';
 import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
-import { fieldErrors, html, type FieldErrors } from '../html.js';
+import { emptyState, fieldErrors, formatNumber, html, plural, type FieldErrors } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
-import { formInput, groupDetailPages, groupForm, plural, send } from './groupDetail.js';
+import { formInput, groupDetailPages, groupForm, send } from './groupDetail.js';
 
 const GROUPS_PAGE_SIZE = 50;
 
@@ -46,7 +46,7 @@ export const groupPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =
           </p>
           ${
             result.items.length === 0 && !cursor
-              ? html`<p class="muted">No groups yet. Create the first one below.</p>`
+              ? emptyState('No groups yet.', 'Create one with New group below, then add contacts from its page.')
               : html`<table>
                   <thead>
                     <tr>
@@ -64,7 +64,7 @@ export const groupPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =
                           <td>
                             ${g.description && g.description.length > 120 ? `${g.description.slice(0, 120)}…` : (g.description ?? '')}
                           </td>
-                          <td>${g.member_count}</td>
+                          <td>${formatNumber(g.member_count)}</td>
                           <td><time datetime="${g.created_at}">${g.created_at.slice(0, 10)}</time></td>
                         </tr>`,
                     )}

@@ -11,7 +11,7 @@ import {
 import { ServiceError, ValidationError } from '../../domain/errors.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { checkCsrf, ctxOf } from '../context.js';
-import { html, type Html } from '../html.js';
+import { formatNumber, html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 
@@ -33,7 +33,7 @@ function importForm(session: SessionView, maxBytes: number, options: { error?: s
         aria-describedby="f-file-hint${error ? ' f-file-error' : ''}"
         ${error ? html` aria-invalid="true"` : ''}
       />
-      <p class="hint" id="f-file-hint">UTF-8 CSV, at most ${MAX_IMPORT_ROWS.toLocaleString('en')} rows and ${megabytes(maxBytes)}.</p>
+      <p class="hint" id="f-file-hint">UTF-8 CSV, at most ${formatNumber(MAX_IMPORT_ROWS)} rows and ${megabytes(maxBytes)}.</p>
       ${error ? html`<p class="error" id="f-file-error">${error}</p>` : ''}
     </div>
     <div class="field">
@@ -85,10 +85,6 @@ function resultRow(r: ImportRowResult): Html {
   </tr>`;
 }
 
-function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
-}
-
 /** What happened, in one or two sentences. */
 function outcomeText(result: ImportResult): string {
   const { counts } = result;
@@ -119,17 +115,17 @@ function resultsBody(result: ImportResult, session: SessionView, maxBytes: numbe
     ${outcome(result)}
     <dl class="counts">
       <dt>Rows in the file</dt>
-      <dd>${counts.rows}</dd>
+      <dd>${formatNumber(counts.rows)}</dd>
       <dt>Created</dt>
-      <dd>${counts.created}</dd>
+      <dd>${formatNumber(counts.created)}</dd>
       ${
         counts.would_be_created
           ? html`<dt>Valid but not imported</dt>
-              <dd>${counts.would_be_created}</dd>`
+              <dd>${formatNumber(counts.would_be_created)}</dd>`
           : ''
       }
       <dt>Refused</dt>
-      <dd>${counts.refused}</dd>
+      <dd>${formatNumber(counts.refused)}</dd>
     </dl>
     <table>
       <caption class="visually-hidden">

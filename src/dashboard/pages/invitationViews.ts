@@ -1,6 +1,6 @@
 import type { InvitationLink, InvitationView } from '../../domain/identity/invitations.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
-import { field, html, type FieldErrors, type Html } from '../html.js';
+import { emptyState, field, html, type FieldErrors, type Html } from '../html.js';
 import { csrf } from '../layout.js';
 
 /** The Members page's invitation parts: the Invite form, the pending invitations, a new link shown once. */
@@ -69,7 +69,7 @@ export function newLinkBox(link: InvitationLink, action: 'invited' | 'resent'): 
 }
 
 export function pendingInvitations(session: SessionView, invitations: InvitationView[]): Html {
-  if (invitations.length === 0) return html`<p class="muted">No pending invitations.</p>`;
+  if (invitations.length === 0) return emptyState('No pending invitations.', 'Invite someone with Invite someone below.');
   return html`<table class="invitations">
     <thead>
       <tr>

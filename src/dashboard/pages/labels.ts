@@ -4,7 +4,7 @@ import { ConflictError, ValidationError } from '../../domain/errors.js';
 import { createLabel, deleteLabel, getLabel, updateLabel, type LabelView } from '../../domain/labels/labels.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
-import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
+import { emptyState, field, fieldErrors, formatNumber, html, plural, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { allLabels } from './contactForm.js';
@@ -66,7 +66,7 @@ function listBody(session: SessionView, labels: LabelView[], state: ListState): 
     <h2>All labels</h2>
     ${
       labels.length === 0
-        ? html`<p class="muted">No labels yet. Create the first one above.</p>`
+        ? emptyState('No labels yet.', 'Create one with New label above, then attach it to contacts.')
         : html`<table>
             <thead>
               <tr>
@@ -147,11 +147,7 @@ export const labelPages: FastifyPluginAsync<DashboardDeps> = async (app, { db })
     const ctx = ctxOf(request, db);
     const label = await getLabel(ctx, request.params.id);
     const tagged = await listContacts(ctx, { limit: COUNT_UP_TO, after: null }, { labelId: label.id });
-    const count = tagged.hasMore
-      ? `${COUNT_UP_TO} or more contacts`
-      : tagged.items.length === 1
-        ? '1 contact'
-        : `${tagged.items.length} contacts`;
+    const count = tagged.hasMore ? `${formatNumber(COUNT_UP_TO)} or more contacts` : plural(tagged.items.length, 'contact');
     const session = request.session!;
     return send(
       reply,

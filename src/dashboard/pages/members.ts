@@ -6,7 +6,7 @@ import type { SessionView } from '../../domain/sessions/sessions.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { ctxOf, flash, requireAdmin, takeFlash, text } from '../context.js';
-import { html, type FieldErrors, type Html } from '../html.js';
+import { html, plural, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { memberSignInActions } from './memberSecurity.js';
@@ -14,7 +14,7 @@ import { inviteForm, newLinkBox, pendingInvitations, type InviteValues } from '.
 
 export const MEMBERS = '/settings/members';
 
-const keys = (n: number) => `${n} API key${n === 1 ? '' : 's'}`;
+const keys = (n: number) => plural(n, 'API key');
 
 function send(reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply.code(status).type('text/html; charset=utf-8').send(body);

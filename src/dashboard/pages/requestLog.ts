@@ -12,7 +12,7 @@ import {
   type StatusClass,
 } from '../../domain/requests/requestLog.js';
 import { ctxOf, requireAdmin } from '../context.js';
-import { html, type Html } from '../html.js';
+import { emptyState, html, type Html } from '../html.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage, LOGS } from './developerTabs.js';
 import { when } from './webhooks.js';
@@ -40,8 +40,15 @@ function statusCell(row: LoggedRequest): Html {
     >${row.error_code ? html` <code>${row.error_code}</code>` : ''}`;
 }
 
-function logTable(rows: LoggedRequest[], keys: Map<string, ApiKeyView>): Html {
-  if (rows.length === 0) return html`<p>No requests match.</p>`;
+function logTable(rows: LoggedRequest[], keys: Map<string, ApiKeyView>, filtered: boolean): Html {
+  if (rows.length === 0) {
+    return filtered
+      ? emptyState('No requests match.', 'Choose another key, status or route, or show every request.')
+      : emptyState(
+          'No requests yet.',
+          html`Requests made with an API key show here; create one under <a href="/settings/developer">API keys</a>.`,
+        );
+  }
   return html`<table>
     <caption class="sr-only">
       API requests, newest first
@@ -107,14 +114,14 @@ function detailCard(detail: RequestDetail, keys: Map<string, ApiKeyView>): Html 
 function filterForm(filters: RequestFilters, keys: ApiKeyView[], requestId: string): Html {
   const option = (value: string, label: string, selected: boolean) =>
     html`<option value="${value}" ${selected ? html` selected` : ''}>${label}</option>`;
-  return html`<form method="get" action="${LOGS}" class="filters" role="search">
-      <div class="field">
+  return html`<form method="get" action="${LOGS}" class="filters log-filters" role="search">
+      <div class="field wide">
         <label for="f-request-id">Find a request by its id</label>
-        <input id="f-request-id" name="request_id" value="${requestId}" placeholder="req_…" autocomplete="off" />
+        <input type="search" id="f-request-id" name="request_id" value="${requestId}" placeholder="req_…" autocomplete="off" />
       </div>
       <button type="submit">Find</button>
     </form>
-    <form method="get" action="${LOGS}" class="filters">
+    <form method="get" action="${LOGS}" class="filters log-filters" aria-label="Filter the log">
       <div class="field">
         <label for="f-key">Key</label>
         <select id="f-key" name="key">
@@ -127,9 +134,9 @@ function filterForm(filters: RequestFilters, keys: ApiKeyView[], requestId: stri
           ${option('', 'Any status', !filters.statusClass)}${STATUS_CLASSES.map((c) => option(c, c, filters.statusClass === c))}
         </select>
       </div>
-      <div class="field">
+      <div class="field wide">
         <label for="f-route">Route</label>
-        <input id="f-route" name="route" value="${filters.route ?? ''}" placeholder="/api/v1/contacts/:id" />
+        <input type="text" id="f-route" name="route" value="${filters.route ?? ''}" placeholder="/api/v1/contacts/:id" />
       </div>
       <button type="submit" class="secondary">Filter</button>
     </form>`;
@@ -177,7 +184,8 @@ export const requestLogPages: FastifyPluginAsync<DashboardDeps> = async (app, { 
               Every API request made with one of ${session.orgName}'s keys, newest first: never its body, never the key. A caller quotes the
               <code>request_id</code> of an error (or the <code>Request-Id</code> header): find it here.
             </p>
-            ${filterForm(filters, keyList, requestId)} ${found} ${logTable(items, keys)}
+            ${filterForm(filters, keyList, requestId)} ${found}
+            ${logTable(items, keys, Boolean(filters.keyId || filters.statusClass || filters.route || q.before))}
             <nav aria-label="Pages" class="pager">
               ${q.before ? html`<a href="${LOGS}${query(base)}">Newest</a>` : ''}
               ${next ? html`<a href="${LOGS}${query({ ...base, before: `${next.at}|${next.requestId}` })}" rel="next">Older</a>` : ''}

@@ -1,7 +1,7 @@
 import type { Ctx } from '../../domain/context.js';
 import { listActivity, type ActivityItem, type FieldChange } from '../../domain/events/activity.js';
 import type { RecordName } from '../../domain/events/names.js';
-import { html, type Html } from '../html.js';
+import { emptyState, html, plural, type Html } from '../html.js';
 
 /** How many events a contact's or group's page shows; the rest are on /activity?subject=… */
 export const TIMELINE_SIZE = 20;
@@ -28,7 +28,7 @@ export function valueText(value: unknown): string {
 export function changeTable(changes: FieldChange[]): Html {
   if (changes.length === 0) return html`<span class="muted">(what changed was erased)</span>`;
   return html`<details class="changes">
-    <summary>${changes.length === 1 ? '1 field changed' : `${changes.length} fields changed`}</summary>
+    <summary>${plural(changes.length, 'field')} changed</summary>
     <table>
       <thead>
         <tr>
@@ -91,8 +91,16 @@ export function whatCell(item: ActivityItem): Html {
 }
 
 /** The events as a table: when, what, who, and the request (what a caller quotes). */
+/** What an empty activity list says under its title: how the list fills (see emptyState). */
+const EMPTY_HOW: Record<string, string> = {
+  'No activity yet.': 'Changes to contacts, groups, labels, files and settings show here as they happen.',
+  'No events match.': 'Choose another type or person, or clear the filters.',
+  'No more events.': 'Go back to the newest events.',
+  'Nothing has happened to it yet.': 'Its changes show here as they happen.',
+};
+
 export function activityTable(items: ActivityItem[], options: { actorLinks: boolean; empty: string }): Html {
-  if (items.length === 0) return html`<p class="muted">${options.empty}</p>`;
+  if (items.length === 0) return emptyState(options.empty, EMPTY_HOW[options.empty] ?? 'Changes show here as they happen.');
   return html`<table class="activity">
     <thead>
       <tr>

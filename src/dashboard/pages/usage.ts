@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { listApiKeys } from '../../domain/apiKeys/apiKeys.js';
 import { requestUsage, type StatusClass, type UsageDay } from '../../domain/requests/requestLog.js';
 import { ctxOf, requireAdmin } from '../context.js';
-import { html, type Html } from '../html.js';
+import { formatNumber, html, type Html } from '../html.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage, USAGE } from './developerTabs.js';
 
@@ -38,7 +38,7 @@ function chart(days: UsageDay[], title: string, height = 160): Html {
         width="${(bar - 2).toFixed(1)}"
         height="${h.toFixed(1)}"
         fill="${s.colour}"
-        ><title>${day.day}: ${day.counts[s.cls]} ${s.label}</title></rect
+        ><title>${day.day}: ${formatNumber(day.counts[s.cls])} ${s.label}</title></rect
       >`;
     });
   });
@@ -48,13 +48,13 @@ function chart(days: UsageDay[], title: string, height = 160): Html {
       viewBox="0 0 ${width} ${height + 18}"
       width="100%"
       role="img"
-      aria-label="${title}: ${sum} requests in ${days.length} days, at most ${top} a day"
+      aria-label="${title}: ${formatNumber(sum)} requests in ${days.length} days, at most ${formatNumber(top)} a day"
     >
       <line x1="0" y1="${height}" x2="${width}" y2="${height}" stroke="#999" />
       ${bars}
       <text x="0" y="${height + 14}" font-size="11">${days[0]!.day}</text>
       <text x="${width}" y="${height + 14}" font-size="11" text-anchor="end">${days.at(-1)!.day}</text>
-      <text x="2" y="11" font-size="11">${top}/day</text>
+      <text x="2" y="11" font-size="11">${formatNumber(top)}/day</text>
     </svg>
     <figcaption>
       ${SERIES.map(
@@ -86,8 +86,8 @@ function table(days: UsageDay[], caption: string): Html {
           (day) =>
             html`<tr>
               <th scope="row">${day.day}</th>
-              ${SERIES.map((s) => html`<td>${day.counts[s.cls]}</td>`)}
-              <td>${total(day)}</td>
+              ${SERIES.map((s) => html`<td>${formatNumber(day.counts[s.cls])}</td>`)}
+              <td>${formatNumber(total(day))}</td>
             </tr>`,
         )}
       </tbody>
@@ -120,8 +120,8 @@ export const usagePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, d
               high="${Math.round(dailyQuota * 0.95)}"
               optimum="0"
             ></meter>
-            <label for="quota"><strong>${used}</strong> of ${dailyQuota} requests today (${share} %)</label>, counted until midnight UTC
-            (requests refused with 429 do not count; a second behind at most).
+            <label for="quota"><strong>${formatNumber(used)}</strong> of ${formatNumber(dailyQuota)} requests today (${share} %)</label>,
+            counted until midnight UTC (requests refused with 429 do not count; a second behind at most).
           </p>
           <h2>Requests per day, last ${DAYS} days</h2>
           ${chart(usage.days, `All keys of ${session.orgName}`)} ${table(usage.days, 'Requests per day')}

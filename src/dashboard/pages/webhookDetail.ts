@@ -10,7 +10,7 @@ import {
   type EndpointWithSecret,
 } from '../../domain/webhooks/endpoints.js';
 import { ctxOf, flash, requireAdmin, takeFlash } from '../context.js';
-import { html, type Html } from '../html.js';
+import { emptyState, html, plural, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { WEBHOOKS } from './developerTabs.js';
@@ -25,7 +25,8 @@ function result(attempt: AttemptView): Html {
 }
 
 function attemptRows(endpoint: EndpointView, attempts: AttemptView[], csrfField: Html): Html {
-  if (attempts.length === 0) return html`<p class="muted">No delivery attempts yet.</p>`;
+  if (attempts.length === 0)
+    return emptyState('No delivery attempts yet.', 'Each event this endpoint subscribes to is sent here as it happens.');
   return html`<table>
     <thead>
       <tr>
@@ -108,7 +109,10 @@ export const webhookDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
             <a class="button secondary" href="${base}/delete">Delete…</a>
           </p>
           <h2>Delivery log</h2>
-          <p class="muted">The last ${log.attempts.length} attempts, newest first. ${log.pending} deliveries waiting to be sent.</p>
+          <p class="muted">
+            The last ${plural(log.attempts.length, 'attempt')}, newest first. ${plural(log.pending, 'delivery', 'deliveries')} waiting to be
+            sent.
+          </p>
           ${attemptRows(endpoint, log.attempts, csrf(session))}`,
       }),
     );

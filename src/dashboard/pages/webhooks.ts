@@ -5,7 +5,7 @@ import { createEndpoint, listEndpoints, type EndpointView, type EndpointWithSecr
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { adminOnly, ctxOf, list, requireAdmin, takeFlash, text } from '../context.js';
 import { requireRecentAuthentication } from '../reauth.js';
-import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
+import { emptyState, field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
 import { csrf } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage, WEBHOOKS } from './developerTabs.js';
@@ -76,7 +76,8 @@ function endpointForm(session: SessionView, values: EndpointForm, errors?: Field
 }
 
 function endpointTable(endpoints: EndpointView[]): Html {
-  if (endpoints.length === 0) return html`<p class="muted">No webhook endpoints yet.</p>`;
+  if (endpoints.length === 0)
+    return emptyState('No webhook endpoints yet.', 'Add one with Add an endpoint below to be told when contacts change.');
   return html`<table>
     <thead>
       <tr>

@@ -171,3 +171,31 @@ export async function groupsOfContact(ctx: Ctx, contactId: string): Promise<{ it
     .execute();
   return toPage(rows, CONTACT_GROUPS_SHOWN);
 }
+
+/** Which of these contacts are members of the group (for pickers that offer only the others). */
+export async function membersAmong(ctx: Ctx, groupId: string, contactIds: string[]): Promise<Set<string>> {
+  requireScope(ctx.actor, 'groups:read');
+  if (contactIds.length === 0) return new Set();
+  const rows = await ctx.db
+    .selectFrom('group_members')
+    .select('contact_id')
+    .where('org_id', '=', ctx.orgId)
+    .where('group_id', '=', groupId)
+    .where('contact_id', 'in', [...new Set(contactIds)])
+    .execute();
+  return new Set(rows.map((r) => r.contact_id));
+}
+
+/** Which of these groups the contact is in (the contact page's picker offers the others). */
+export async function groupsHolding(ctx: Ctx, contactId: string, groupIds: string[]): Promise<Set<string>> {
+  requireScope(ctx.actor, 'groups:read');
+  if (groupIds.length === 0) return new Set();
+  const rows = await ctx.db
+    .selectFrom('group_members')
+    .select('group_id')
+    .where('org_id', '=', ctx.orgId)
+    .where('contact_id', '=', contactId)
+    .where('group_id', 'in', [...new Set(groupIds)])
+    .execute();
+  return new Set(rows.map((r) => r.group_id));
+}
