@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
 import { statusOf } from '../../web/errorStatus.js';
 import { checkCsrf, ctxOf, flash, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
+import { icon } from '../icons.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 
@@ -194,7 +195,7 @@ export const filePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
           <div class="warning">The file and its bytes are deleted, and its download links stop working. This cannot be undone.</div>
           <form method="post" action="/files/${file.id}/delete" class="row">
             ${csrf(session)}
-            <button type="submit" class="danger">Delete file</button>
+            <button type="submit" class="danger">${icon('trash-2')}Delete file</button>
             <a class="button secondary" href="/files">Cancel</a>
           </form>`,
       }),
