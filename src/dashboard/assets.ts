@@ -17,11 +17,11 @@ a{color:var(--c-accent)}h1{font-size:var(--t-xl);margin:var(--s-1) 0 var(--s-4);
 :focus-visible{outline:2px solid var(--c-focus);outline-offset:2px}
 .topbar :focus-visible{outline-color:var(--c-top-fg)}
 .icon{width:1.1em;height:1.1em;vertical-align:-.2em;flex:none;stroke-width:2}
-.topbar{display:flex;align-items:center;gap:var(--s-5);padding:var(--s-2) var(--s-5);background:var(--c-top);color:var(--c-top-fg)}
+.topbar{display:flex;flex-wrap:wrap;align-items:center;gap:var(--s-2) var(--s-5);padding:var(--s-2) var(--s-5) 0;background:var(--c-top);color:var(--c-top-fg)}
 .topbar a{color:var(--c-top-fg);text-decoration:none}.brand{font-weight:700;font-size:1.1rem;white-space:nowrap;display:inline-flex;align-items:center;gap:var(--s-2)}
-.site-menu{display:flex;align-items:center;gap:var(--s-4);flex:1;min-width:0}
+.site-menu{display:contents}.topbar nav{order:3;flex-basis:100%;padding-bottom:var(--s-2)}.topbar .who{order:2}
 .menu-toggle{display:none}
-.topbar nav ul{display:flex;gap:var(--s-1);list-style:none;margin:0;padding:0;align-items:center;flex-wrap:wrap}
+.topbar nav ul{display:flex;gap:var(--s-1);list-style:none;margin:0 0 0 -.6rem;padding:0;align-items:center;flex-wrap:wrap}
 .topbar nav a{padding:.3rem .6rem;border-radius:var(--r-md);display:flex;align-items:center;gap:.35rem;white-space:nowrap}.topbar nav a:hover{background:var(--c-top-hover)}
 .topbar nav a .icon{opacity:.85}
 .topbar nav a[aria-current=page]{background:var(--c-top-current);font-weight:600}
@@ -33,14 +33,14 @@ main{max-width:72rem;margin:0 auto;padding:var(--s-5)}
 .warning{background:var(--c-warning-bg);border:1px solid var(--c-warning-line);padding:.6rem .9rem;border-radius:var(--r-md);margin:var(--s-4) 0}
 table{border-collapse:collapse;width:100%;margin:var(--s-2) 0 var(--s-4)}th,td{text-align:left;padding:var(--s-2) .6rem;border-bottom:1px solid var(--c-line);vertical-align:top}
 td{overflow-wrap:break-word;word-break:normal}
-th{font-size:var(--t-xs);text-transform:uppercase;letter-spacing:.02em;color:var(--c-muted);font-weight:600;background:var(--c-subtle);white-space:nowrap}
+th{font-size:var(--t-xs);text-transform:uppercase;letter-spacing:.02em;color:var(--c-muted);font-weight:600;background:var(--c-subtle);overflow-wrap:normal}
 tbody th{text-transform:none;letter-spacing:0;font-size:inherit;color:var(--c-fg);background:none}
-td code,td .token{overflow-wrap:anywhere}
+code,.token{overflow-wrap:anywhere}.nowrap code{overflow-wrap:normal}
 .field{margin:.6rem 0;display:flex;flex-direction:column;gap:.2rem;max-width:32rem}
 label{font-weight:600;font-size:.9rem}input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],input[type=search],input[type=date],input[type=datetime-local],select,textarea{font:inherit;padding:.4rem .55rem;border:1px solid var(--c-muted);border-radius:var(--r-md);background:var(--c-surface);color:var(--c-fg)}
 textarea{min-height:5rem}.has-error input,.has-error textarea,.has-error select{border-color:var(--c-danger)}
 .error{color:var(--c-danger);font-size:var(--t-sm);margin:0}.hint{color:var(--c-muted);font-size:var(--t-sm);margin:0}
-button,.button{font:inherit;font-weight:600;padding:.4rem .9rem;border-radius:var(--r-md);border:1px solid var(--c-primary);background:var(--c-primary);color:var(--c-primary-fg);cursor:pointer;text-decoration:none;display:inline-flex;align-items:center;gap:.35rem;white-space:nowrap;line-height:1.5;box-shadow:var(--shadow)}
+button,.button{font:inherit;font-weight:600;padding:.4rem .9rem;border-radius:var(--r-md);border:1px solid var(--c-primary);background:var(--c-primary);color:var(--c-primary-fg);cursor:pointer;text-decoration:none;display:inline-flex;align-items:center;gap:.35rem;overflow-wrap:normal;text-align:left;max-width:100%;line-height:1.4;box-shadow:var(--shadow)}
 button:hover,.button:hover{filter:brightness(.95)}
 button.secondary,.button.secondary{background:var(--c-subtle);color:var(--c-fg);border-color:var(--c-line)}button.danger,.button.danger{background:var(--c-danger);border-color:var(--c-danger);color:#fff}
 .topbar button.secondary{background:var(--c-top-hover);color:var(--c-top-fg);border-color:var(--c-top-line);padding:.2rem .6rem;box-shadow:none}
@@ -56,9 +56,9 @@ button.secondary,.button.secondary{background:var(--c-subtle);color:var(--c-fg);
 .login{max-width:24rem;margin:4rem auto}.login h1{text-align:center}.fresh-install{border:1px solid var(--c-line);border-radius:var(--r-md);padding:var(--s-2) .9rem;margin-bottom:var(--s-4)}.fresh-install pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:var(--t-sm)}.login .sso{margin-top:var(--s-5);border-top:1px solid var(--c-line);padding-top:var(--s-2)}.sso-remove{margin-top:var(--s-4)}
 .card>h2:first-child{margin-top:0}.upload-status{margin:0;align-self:center}.upload-status:empty{display:none}
 pre{max-width:100%;overflow-x:auto}pre.example{background:var(--c-subtle);border:1px solid var(--c-line);border-radius:var(--r-md);padding:.6rem .9rem;overflow-x:auto}
-dl.counts{display:grid;grid-template-columns:max-content max-content;gap:.2rem var(--s-4)}dl.counts dt{font-weight:600}dl.counts dd{margin:0}
+dl.counts{display:grid;grid-template-columns:max-content minmax(0,max-content);gap:.2rem var(--s-4)}dl.counts dt{font-weight:600}dl.counts dd{margin:0}
 ul.reasons{margin:0;padding-left:1.1rem}tr.import-refused td:nth-child(2){color:var(--c-danger);font-weight:600}
-.warning p{margin:.2rem 0}.nowrap{white-space:nowrap}
+.warning p{margin:.2rem 0}.nowrap,p time,li time,dd time{white-space:nowrap}
 details.changes summary{cursor:pointer;color:var(--c-accent);font-size:var(--t-sm)}details.changes table{margin:.3rem 0;width:auto}details.changes th,details.changes td{padding:.2rem var(--s-2);font-size:var(--t-sm)}
 details.changes th[scope=row]{text-transform:none;background:none;color:var(--c-fg)}del{color:var(--c-danger)}ins{color:var(--c-ok);text-decoration:none}table.activity td.actor{min-width:9rem}
 .tabs ul{display:flex;gap:var(--s-1);list-style:none;margin:0 0 var(--s-4);padding:0;border-bottom:1px solid var(--c-line);flex-wrap:wrap}
@@ -83,7 +83,9 @@ table.sessions td[data-label]::before{content:attr(data-label) ": ";color:var(--
 @media (max-width:64rem){.topbar{flex-wrap:wrap}}
 /* Phones: the navigation folds behind a Menu button (a script opens it; without the script it stays open). */
 @media (max-width:40rem){
-.topbar{flex-wrap:wrap;justify-content:space-between}
+.topbar{flex-wrap:wrap;justify-content:space-between;padding-bottom:var(--s-2)}
+.site-menu{display:flex}.topbar nav{order:0;flex-basis:auto;padding:0}
+pre.example{white-space:pre-wrap;overflow-wrap:anywhere}
 .menu-toggle{display:inline-flex}
 .topbar[data-menu] .site-menu{display:none}
 .topbar[data-menu=open] .site-menu{display:flex}

@@ -29,7 +29,7 @@ interface KeyForm {
   expires?: string;
 }
 
-const when = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
+const when = (iso: string) => html`<time datetime="${iso}"><span class="nowrap">${iso.slice(0, 10)}</span> ${iso.slice(11, 16)} UTC</time>`;
 
 const REVOKED_BECAUSE: Record<string, string> = {
   revoked: 'revoked by an admin',
