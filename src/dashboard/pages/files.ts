@@ -190,7 +190,7 @@ export const filePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
           <h1>Delete the file ${file.name}?</h1>
           <p class="muted">
             ${file.content_type} · ${humanSize(file.size)} ·
-            ${file.status === 'ready' ? `uploaded ${file.uploaded_at?.slice(0, 10) ?? ''}` : 'pending'}
+            ${file.status === 'ready' ? html`uploaded <span class="nowrap">${file.uploaded_at?.slice(0, 10) ?? ''}</span>` : 'pending'}
           </p>
           <div class="warning">The file and its bytes are deleted, and its download links stop working. This cannot be undone.</div>
           <form method="post" action="/files/${file.id}/delete" class="row">
