@@ -2,7 +2,7 @@
 export const CSS = `
 :root{
 --c-fg:#1f2328;--c-muted:#59636e;--c-line:#d1d9e0;--c-surface:#fff;--c-subtle:#f6f8fa;--c-accent:#0969da;--c-accent-fg:#fff;
---c-primary:#1f883d;--c-primary-fg:#fff;--c-danger:#cf222e;--c-ok:#1a7f37;--c-warn:#9a6700;
+--c-primary:#1f883d;--c-primary-fg:#fff;--c-danger:#cf222e;--c-danger-bg:#cf222e;--c-danger-fg:#fff;--c-s2:#2f7d4f;--c-s4:#8a5000;--c-s5:#b3261e;--c-ok:#1a7f37;--c-warn:#9a6700;
 --c-top:#24292f;--c-top-fg:#fff;--c-top-muted:#c9d1d9;--c-top-hover:#32383f;--c-top-current:#3d444d;--c-top-line:#59636e;
 --c-chip-bg:#ddf4ff;--c-chip-fg:#0550ae;--c-notice-bg:#dafbe1;--c-notice-line:#aceebb;--c-alert-bg:#ffebe9;--c-alert-line:#ffcecb;
 --c-warning-bg:#fff8c5;--c-warning-line:#eed888;--c-current-row:#f6fbff;--c-focus:#0969da;
@@ -10,8 +10,17 @@ export const CSS = `
 --font:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;--font-mono:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
 --t-xs:.8rem;--t-sm:.875rem;--t-base:15px;--t-lg:1.15rem;--t-xl:1.5rem;--lh:1.5;
 --r-sm:4px;--r-md:6px;--r-lg:10px;--r-full:999px;--shadow:0 1px 2px rgba(31,35,40,.08);
+color-scheme:light dark;
 --fg:var(--c-fg);--muted:var(--c-muted);--line:var(--c-line);--bg:var(--c-subtle);--accent:var(--c-accent);--danger:var(--c-danger);--ok:var(--c-ok)
 }
+/* A dark scheme for who asks their system for one: the same tokens, contrast checked by axe in the tests. */
+@media (prefers-color-scheme:dark){:root{
+--c-fg:#e6edf3;--c-muted:#9ea7b3;--c-line:#3d444d;--c-surface:#0d1117;--c-subtle:#161b22;--c-accent:#58a6ff;
+--c-primary:#238636;--c-primary-fg:#fff;--c-danger:#ff7b72;--c-danger-bg:#b62324;--c-danger-fg:#fff;--c-ok:#3fb950;
+--c-s2:#3fb950;--c-s4:#d29922;--c-s5:#ff7b72;
+--c-top:#010409;--c-top-fg:#f0f6fc;--c-top-muted:#b7bdc8;--c-top-hover:#21262d;--c-top-current:#30363d;--c-top-line:#3d444d;
+--c-chip-bg:#0c2d6b;--c-chip-fg:#cae8ff;--c-notice-bg:#0f2e1c;--c-notice-line:#2e6c40;--c-alert-bg:#3a1519;--c-alert-line:#8e1519;
+--c-warning-bg:#2e2410;--c-warning-line:#7d5e12;--c-current-row:#121d2f;--c-focus:#58a6ff;--shadow:none}}
 *{box-sizing:border-box}body{margin:0;font:var(--t-base)/var(--lh) var(--font);color:var(--c-fg);background:var(--c-surface)}
 a{color:var(--c-accent)}h1{font-size:var(--t-xl);margin:var(--s-1) 0 var(--s-4);line-height:1.25}h2{font-size:var(--t-lg);margin:var(--s-5) 0 var(--s-2)}
 :focus-visible{outline:2px solid var(--c-focus);outline-offset:2px}
@@ -42,7 +51,7 @@ textarea{min-height:5rem}.has-error input,.has-error textarea,.has-error select{
 .error{color:var(--c-danger);font-size:var(--t-sm);margin:0}.hint{color:var(--c-muted);font-size:var(--t-sm);margin:0}
 button,.button{font:inherit;font-weight:600;padding:.4rem .9rem;border-radius:var(--r-md);border:1px solid var(--c-primary);background:var(--c-primary);color:var(--c-primary-fg);cursor:pointer;text-decoration:none;display:inline-flex;align-items:center;gap:.35rem;overflow-wrap:normal;text-align:left;max-width:100%;line-height:1.4;box-shadow:var(--shadow)}
 button:hover,.button:hover{filter:brightness(.95)}
-button.secondary,.button.secondary{background:var(--c-subtle);color:var(--c-fg);border-color:var(--c-line)}button.danger,.button.danger{background:var(--c-danger);border-color:var(--c-danger);color:#fff}
+button.secondary,.button.secondary{background:var(--c-subtle);color:var(--c-fg);border-color:var(--c-line)}button.danger,.button.danger{background:var(--c-danger-bg);border-color:var(--c-danger-bg);color:var(--c-danger-fg)}
 .topbar button.secondary{background:var(--c-top-hover);color:var(--c-top-fg);border-color:var(--c-top-line);padding:.2rem .6rem;box-shadow:none}
 .inline{display:inline}.row{display:flex;gap:var(--s-3);align-items:flex-end;flex-wrap:wrap}.row .field{margin:0}
 .toolbar{display:flex;justify-content:space-between;align-items:center;gap:var(--s-4);flex-wrap:wrap}
@@ -72,7 +81,7 @@ td.actions{white-space:nowrap}.invite-link .key-box{margin:var(--s-2) 0}
 meter{width:16rem;max-width:100%;height:1.2rem;vertical-align:middle}
 .badge{display:inline-block;background:var(--c-chip-bg);color:var(--c-chip-fg);border-radius:var(--r-full);padding:0 .55rem;font-size:var(--t-xs);white-space:nowrap}tr.current td{background:var(--c-current-row)}
 fieldset.policy{border:1px solid var(--c-line);border-radius:var(--r-md);padding:.4rem .9rem .6rem;margin:var(--s-2) 0 var(--s-4);max-width:40rem}fieldset.policy legend{font-weight:600}fieldset.policy+.hint{margin:0 0 var(--s-3)}
-.choice{display:grid;grid-template-columns:auto 1fr;gap:0 var(--s-2);margin:var(--s-2) 0}.choice .hint{grid-column:2}td.member-actions form{display:block;margin:0 0 .3rem}.status{white-space:nowrap}.status.s2{color:#2f7d4f}.status.s4{color:#8a5000}.status.s5{color:#b3261e}
+.choice{display:grid;grid-template-columns:auto 1fr;gap:0 var(--s-2);margin:var(--s-2) 0}.choice .hint{grid-column:2}td.member-actions form{display:block;margin:0 0 .3rem}.status{white-space:nowrap}.status.s2{color:var(--c-s2)}.status.s4{color:var(--c-s4)}.status.s5{color:var(--c-s5)}
 @media (max-width:48rem){
 .topbar{gap:var(--s-2) var(--s-4);padding:var(--s-2) var(--s-3)}
 .nav-title{margin-left:0}.sep{display:none}main{padding:var(--s-4) var(--s-3)}
@@ -111,7 +120,7 @@ table.stack td.actions{white-space:normal}
 details.rename[open]{display:block;margin:0 0 var(--s-2)}details.rename form{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin-top:.4rem}
 @media (max-width:48rem){table.passkeys,table.passkeys tbody,table.passkeys tr,table.passkeys td{display:block}table.passkeys thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
 table.passkeys tr{border-bottom:1px solid var(--c-line);padding:var(--s-2) 0}table.passkeys td{border:0;padding:.1rem 0;white-space:normal}table.passkeys td[data-label]::before{content:attr(data-label) ": ";color:var(--c-muted);font-size:var(--t-sm)}}
-code.wrap{overflow-wrap:anywhere}svg.qr{display:block;max-width:100%;height:auto}form.again{margin-top:var(--s-4)}ul.codes{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:.4rem;font-size:1.1rem}
+code.wrap{overflow-wrap:anywhere}svg.qr{display:block;max-width:100%;height:auto;background:#fff}form.again{margin-top:var(--s-4)}ul.codes{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:.4rem;font-size:1.1rem}
 `;
 
 export const JS = `

@@ -7,6 +7,7 @@ import { ARTIFACTS, hasChromium, launchBrowser, startLiveServer, watchConsole, t
 
 const PASSWORD = 'correct horse battery';
 const WIDTHS = [1280, 375] as const;
+const SCHEMES = ['light', 'dark'] as const;
 /** A phone's closed navigation bar may be this tall at most (one row: the name and the Menu button). */
 const PHONE_NAV_MAX = 64;
 
@@ -14,7 +15,8 @@ const PHONE_NAV_MAX = 64;
  * Every dashboard page, signed out and signed in as an admin with data in every list, at 1280 and
  * 375 px in a real Chromium: no serious or critical axe-core violation, no sideways scrolling, a
  * closed phone menu one row high, and no heading, button, badge or short word broken inside a
- * word. A screenshot of each page at each width goes to artifacts/a11y-*.png.
+ * word; in the light and the dark colour scheme. A screenshot of each page at each width goes to
+ * artifacts/a11y-*.png (a11y-*-dark.png for the dark scheme).
  */
 describe.skipIf(!hasChromium)('every dashboard page is accessible at 1280 and 375 px', { timeout: 600_000 }, () => {
   let server: LiveServer;
@@ -162,6 +164,8 @@ describe.skipIf(!hasChromium)('every dashboard page is accessible at 1280 and 37
     })()`) as Promise<string[]>;
 
   async function inspect(page: Page, name: string, url: string, width: number, signedIn: boolean, problems: string[]) {
+    const scheme = (await page.evaluate(`matchMedia('(prefers-color-scheme: dark)').matches`)) ? '-dark' : '';
+    name = `${name}${scheme}`;
     const response = await page.goto(`${server.url}${url}`);
     const status = response?.status() ?? 0;
     if (status >= 500) problems.push(`${name}@${width}: HTTP ${status}`);
@@ -177,28 +181,29 @@ describe.skipIf(!hasChromium)('every dashboard page is accessible at 1280 and 37
     }
   }
 
-  for (const width of WIDTHS) {
-    it(`signed-out pages at ${width} px`, async () => {
-      const context = await browser.newContext({ viewport: { width, height: 800 } });
-      const page = await context.newPage();
-      const problems: string[] = [];
-      for (const { name, path: url } of signedOutPages()) await inspect(page, name, url, width, false, problems);
-      await context.close();
-      expect(problems).toEqual([]);
-    });
+  for (const colorScheme of SCHEMES)
+    for (const width of WIDTHS) {
+      it(`signed-out pages at ${width} px, ${colorScheme} scheme`, async () => {
+        const context = await browser.newContext({ viewport: { width, height: 800 }, colorScheme });
+        const page = await context.newPage();
+        const problems: string[] = [];
+        for (const { name, path: url } of signedOutPages()) await inspect(page, name, url, width, false, problems);
+        await context.close();
+        expect(problems).toEqual([]);
+      });
 
-    it(`signed-in pages at ${width} px`, async () => {
-      const context = await browser.newContext({ viewport: { width, height: 800 } });
-      const page = await context.newPage();
-      watchConsole(page, consoleErrors);
-      await signIn(page);
-      const problems: string[] = [];
-      for (const { name, path: url } of signedInPages()) await inspect(page, name, url, width, true, problems);
-      await context.close();
-      expect(problems).toEqual([]);
-      expect(consoleErrors).toEqual([]);
-    });
-  }
+      it(`signed-in pages at ${width} px, ${colorScheme} scheme`, async () => {
+        const context = await browser.newContext({ viewport: { width, height: 800 }, colorScheme });
+        const page = await context.newPage();
+        watchConsole(page, consoleErrors);
+        await signIn(page);
+        const problems: string[] = [];
+        for (const { name, path: url } of signedInPages()) await inspect(page, name, url, width, true, problems);
+        await context.close();
+        expect(problems).toEqual([]);
+        expect(consoleErrors).toEqual([]);
+      });
+    }
 
   it('on a phone the Menu button opens and closes the navigation from the keyboard; focus is visible', async () => {
     const context = await browser.newContext({ viewport: { width: 375, height: 800 } });
