@@ -49,7 +49,8 @@ code,.token{overflow-wrap:anywhere}.nowrap code{overflow-wrap:normal}
 label{font-weight:600;font-size:.9rem}input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],input[type=search],input[type=date],input[type=datetime-local],select,textarea{font:inherit;padding:.4rem .55rem;border:1px solid var(--c-muted);border-radius:var(--r-md);background:var(--c-surface);color:var(--c-fg)}
 textarea{min-height:5rem}.has-error input,.has-error textarea,.has-error select{border-color:var(--c-danger)}
 .error{color:var(--c-danger);font-size:var(--t-sm);margin:0}.hint{color:var(--c-muted);font-size:var(--t-sm);margin:0}
-button,.button{font:inherit;font-weight:600;padding:.4rem .9rem;border-radius:var(--r-md);border:1px solid var(--c-primary);background:var(--c-primary);color:var(--c-primary-fg);cursor:pointer;text-decoration:none;display:inline-flex;align-items:center;gap:.35rem;overflow-wrap:normal;text-align:left;max-width:100%;line-height:1.4;box-shadow:var(--shadow)}
+button,.button{font:inherit;font-weight:600;padding:.4rem .9rem;border-radius:var(--r-md);border:1px solid var(--c-primary);background:var(--c-primary);color:var(--c-primary-fg);cursor:pointer;text-decoration:none;display:inline-block;vertical-align:middle;overflow-wrap:break-word;text-align:left;max-width:100%;line-height:1.4;box-shadow:var(--shadow)}
+button .icon,.button .icon{margin-right:.35rem}
 button:hover,.button:hover{filter:brightness(.95)}
 button.secondary,.button.secondary{background:var(--c-subtle);color:var(--c-fg);border-color:var(--c-line)}button.danger,.button.danger{background:var(--c-danger-bg);border-color:var(--c-danger-bg);color:var(--c-danger-fg)}
 .topbar button.secondary{background:var(--c-top-hover);color:var(--c-top-fg);border-color:var(--c-top-line);padding:.2rem .6rem;box-shadow:none}
@@ -95,7 +96,7 @@ table.sessions td[data-label]::before{content:attr(data-label) ": ";color:var(--
 .topbar{flex-wrap:wrap;justify-content:space-between;padding-bottom:var(--s-2)}
 .site-menu{display:flex}.topbar nav{order:0;flex-basis:auto;padding:0}
 pre.example{white-space:pre-wrap;overflow-wrap:anywhere}
-.menu-toggle{display:inline-flex}
+.menu-toggle{display:inline-block}
 .topbar[data-menu] .site-menu{display:none}
 .topbar[data-menu=open] .site-menu{display:flex}
 .site-menu{flex-basis:100%;flex-direction:column;align-items:stretch;gap:var(--s-3);padding:var(--s-2) 0}
@@ -115,7 +116,7 @@ table.stack td.actions{white-space:normal}
 #f-request-id{width:100%}
 .key-box{flex-wrap:wrap}
 }
-.passkey-sign-in{margin-top:var(--s-4);padding-top:var(--s-4);border-top:1px solid var(--c-line)}.passkey-sign-in button{width:100%;justify-content:center}[data-passkey-status]:empty{display:none}
+.passkey-sign-in{margin-top:var(--s-4);padding-top:var(--s-4);border-top:1px solid var(--c-line)}.passkey-sign-in button{width:100%;text-align:center}[data-passkey-status]:empty{display:none}
 [data-passkey-status]{margin:var(--s-2) 0 0}td.actions details.rename{display:inline-block;margin-right:var(--s-2);vertical-align:middle}details.rename summary{cursor:pointer;color:var(--c-accent)}
 details.rename[open]{display:block;margin:0 0 var(--s-2)}details.rename form{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin-top:.4rem}
 @media (max-width:48rem){table.passkeys,table.passkeys tbody,table.passkeys tr,table.passkeys td{display:block}table.passkeys thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}

@@ -54,7 +54,7 @@ function header(session: SessionView, section: Section): Html {
     </li>`;
   return html`<header class="topbar">
     <a class="brand" href="/contacts">orgdata</a>
-    <button type="button" class="menu-toggle secondary" aria-expanded="false" aria-controls="site-menu">${icon('menu')} Menu</button>
+    <button type="button" class="menu-toggle secondary" aria-expanded="false" aria-controls="site-menu">${icon('menu')}Menu</button>
     <div class="site-menu" id="site-menu">
       <nav aria-label="Main">
         <ul>
