@@ -19,7 +19,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         projectService: {
-          allowDefaultProject: ['eslint.config.js', '.dependency-cruiser.cjs', 'scripts/compile.mjs', 'scripts/copy-redoc.mjs'],
+          allowDefaultProject: ['eslint.config.js', '.dependency-cruiser.cjs', 'scripts/compile.mjs', 'scripts/copy-assets.mjs'],
         },
         tsconfigRootDir: import.meta.dirname,
       },

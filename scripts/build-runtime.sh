@@ -24,7 +24,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
 # 1. Compile with the dev dependencies: `npm ci` does, through `prepare`; else `npm run build`. Both
-# also copy the API reference's script (Redoc, a dev dependency) into dist/assets/redoc.
+# also copy the API reference's script (Redoc) and the dashboard's icons (Lucide), dev dependencies, into dist/assets.
 if [ ! -x node_modules/.bin/tsc ]; then
   echo "== build-runtime: npm ci (dev dependencies, to compile)"
   rm -rf dist
@@ -43,10 +43,11 @@ cp package.json package-lock.json "$out/"
 mkdir -p "$out/client"
 cp client/package.json client/README.md "$out/client/"
 [ -f dist/assets/redoc/redoc.standalone.js ] || { echo "build-runtime: the build left no dist/assets/redoc" >&2; exit 1; }
+[ -f dist/assets/lucide/menu.svg ] || { echo "build-runtime: the build left no dist/assets/lucide" >&2; exit 1; }
 cp -R dist "$out/dist"
 rm -f "$out/dist/.tsbuildinfo"
 mkdir -p "$out/scripts"
-cp scripts/compile.mjs scripts/copy-redoc.mjs "$out/scripts/"
+cp scripts/compile.mjs scripts/copy-assets.mjs "$out/scripts/"
 
 # 3. The production dependencies only. `prepare` finds no TypeScript and leaves dist/ as built.
 echo "== build-runtime: npm ci --omit=dev"

@@ -33,7 +33,7 @@ ln -s "$root/node_modules" "$work/src/node_modules"
 "$work/src/scripts/build-runtime.sh" "$work/runtime"
 runtime="$work/runtime"
 
-forbidden="redoc vitest typescript tsx eslint prettier @stoplight/prism-cli @stoplight/spectral-cli @redocly/cli s3rver playwright-core dclint dependency-cruiser"
+forbidden="redoc lucide-static vitest typescript tsx eslint prettier @stoplight/prism-cli @stoplight/spectral-cli @redocly/cli s3rver playwright-core dclint dependency-cruiser"
 for name in $forbidden; do
   found="$(find "$runtime/node_modules" -path "*/node_modules/$name/package.json" -print -quit)"
   [ -z "$found" ] || fail "the production install holds the dev tool $name (${found#"$runtime/"})"

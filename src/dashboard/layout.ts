@@ -1,5 +1,6 @@
 import type { SessionView } from '../domain/sessions/sessions.js';
 import { html, type Html } from './html.js';
+import { icon, type IconName } from './icons.js';
 
 export type Section =
   'overview' | 'contacts' | 'labels' | 'groups' | 'files' | 'import' | 'activity' | 'members' | 'developer' | 'security' | 'none';
@@ -25,6 +26,20 @@ const NAV: { section: Section; href: string; label: string; admin?: boolean }[] 
   { section: 'security', href: '/settings/security', label: 'Security', admin: true },
 ];
 
+/** Each section's icon in the navigation (a section without one shows its name alone). */
+const NAV_ICONS: Partial<Record<Section, IconName>> = {
+  overview: 'layout-dashboard',
+  contacts: 'users',
+  labels: 'tag',
+  groups: 'users-round',
+  files: 'file',
+  import: 'upload',
+  activity: 'activity',
+  members: 'user-cog',
+  developer: 'code',
+  security: 'shield',
+};
+
 /** The hidden CSRF field every form carries. */
 export function csrf(session: SessionView): Html {
   return html`<input type="hidden" name="_csrf" value="${session.csrfToken}" />`;
@@ -35,37 +50,44 @@ function header(session: SessionView, section: Section): Html {
   const main = links.filter((item) => !item.admin);
   const settings = links.filter((item) => item.admin);
   const link = (item: (typeof NAV)[number]) =>
-    html`<li><a href="${item.href}" ${item.section === section ? html` aria-current="page"` : ''}>${item.label}</a></li>`;
+    html`<li>
+      <a href="${item.href}" ${item.section === section ? html` aria-current="page"` : ''}
+        >${NAV_ICONS[item.section] ? icon(NAV_ICONS[item.section]!) : ''}<span>${item.label}</span></a
+      >
+    </li>`;
   return html`<header class="topbar">
-    <a class="brand" href="/contacts">orgdata</a>
-    <nav aria-label="Main">
-      <ul>
-        ${main.map(link)}${
-          settings.length
-            ? html`<li class="sep" aria-hidden="true"></li>
-                <li class="nav-title">Settings</li>
-                ${settings.map(link)}`
-            : ''
+    <a class="brand" href="/">orgdata</a>
+    <button type="button" class="menu-toggle secondary" aria-expanded="false" aria-controls="site-menu">${icon('menu')}Menu</button>
+    <div class="site-menu" id="site-menu">
+      <nav aria-label="Main">
+        <ul>
+          ${main.map(link)}${
+            settings.length
+              ? html`<li class="sep" aria-hidden="true"></li>
+                  <li class="nav-title">Settings</li>
+                  ${settings.map(link)}`
+              : ''
+          }
+        </ul>
+      </nav>
+      <div class="who">
+        ${
+          session.orgs.length > 1
+            ? html`<form method="post" action="/orgs/switch" class="inline">
+                ${csrf(session)}
+                <label for="org-switch" class="visually-hidden">Organisation</label>
+                <select id="org-switch" name="org_id">
+                  ${session.orgs.map(
+                    (org) => html`<option value="${org.id}" ${org.id === session.orgId ? html` selected` : ''}>${org.name}</option>`,
+                  )}
+                </select>
+                <button type="submit" class="secondary">Switch</button>
+              </form>`
+            : html`<span class="org">${session.orgName}</span>`
         }
-      </ul>
-    </nav>
-    <div class="who">
-      ${
-        session.orgs.length > 1
-          ? html`<form method="post" action="/orgs/switch" class="inline">
-              ${csrf(session)}
-              <label for="org-switch" class="visually-hidden">Organisation</label>
-              <select id="org-switch" name="org_id">
-                ${session.orgs.map(
-                  (org) => html`<option value="${org.id}" ${org.id === session.orgId ? html` selected` : ''}>${org.name}</option>`,
-                )}
-              </select>
-              <button type="submit" class="secondary">Switch</button>
-            </form>`
-          : html`<span class="org">${session.orgName}</span>`
-      }
-      <a class="email" href="/settings/account" title="Your account">${session.email}</a>
-      <form method="post" action="/logout" class="inline">${csrf(session)}<button type="submit" class="secondary">Sign out</button></form>
+        <a class="email" href="/settings/account" title="Your account">${session.email}</a>
+        <form method="post" action="/logout" class="inline">${csrf(session)}<button type="submit" class="secondary">Sign out</button></form>
+      </div>
     </div>
   </header>`;
 }

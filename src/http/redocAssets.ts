@@ -15,7 +15,7 @@ export interface RedocBundle {
 
 /**
  * Redoc is a dev dependency (with its peers it is 85 MB); the build copies its bundle, its licence
- * and its package.json into dist/assets/redoc (scripts/copy-redoc.mjs). A dev install or the tests
+ * and its package.json into dist/assets/redoc (scripts/copy-assets.mjs). A dev install or the tests
  * find it in node_modules, a production install (`npm ci --omit=dev`) in dist/. Null: neither.
  */
 export function findRedocBundle(): RedocBundle | null {

@@ -189,7 +189,7 @@ describe.skipIf(!hasChromium)('dashboard in a browser', { timeout: 120_000 }, ()
     expect(orgId).toMatch(/^org_/);
   });
 
-  it('fits every page at phone width (375 px): no horizontal scroll, every navigation link on screen', async () => {
+  it('fits every page at phone width (375 px): no horizontal scroll, every navigation link on screen behind the Menu button', async () => {
     const key = await createKey(page, 'Phone check', ['contacts:write', 'groups:write']);
     const contact = (await (
       await api(key, 'POST', '/contacts', {
@@ -228,6 +228,11 @@ describe.skipIf(!hasChromium)('dashboard in a browser', { timeout: 120_000 }, ()
         '/settings/developer/webhooks',
       ]) {
         await expectFits(small, url);
+        // The navigation folds behind the Menu button on a phone: open it, and every link is on screen.
+        const menu = small.getByRole('button', { name: 'Menu', exact: true });
+        expect(await menu.getAttribute('aria-expanded'), url).toBe('false');
+        await menu.click();
+        expect(await menu.getAttribute('aria-expanded'), url).toBe('true');
         for (const name of ['Contacts', 'Members', 'Developer']) {
           const box = await small.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).boundingBox();
           expect(box, `${url}: ${name}`).not.toBeNull();

@@ -95,7 +95,8 @@ describe.skipIf(!hasChromium)('passkeys in a browser', { timeout: 180_000 }, () 
     await page.goto(`${server.url}/settings/account`);
     expect(await page.getByText('You have no passkeys yet.').count()).toBe(1);
     await page.getByRole('button', { name: 'Add a passkey' }).click();
-    expect(await page.locator('[data-passkey-status]').textContent()).toContain('Name');
+    // The status reads "Follow your browser's prompt…" until the server's answer (a name is needed) arrives.
+    await expect.poll(() => page.locator('[data-passkey-status]').textContent()).toContain('Name');
     await page.getByLabel('Passkey name').fill('Work laptop');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.waitForURL(`${server.url}/settings/account#passkeys`);

@@ -14,6 +14,7 @@ import type { SessionView } from '../../domain/sessions/sessions.js';
 import { adminOnly, flash, list, requireAdmin, takeFlash, text } from '../context.js';
 import { requireRecentAuthentication } from '../reauth.js';
 import { emptyState, field, fieldErrors, html, type FieldErrors, type Html } from '../html.js';
+import { icon } from '../icons.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { developerPage } from './developerTabs.js';
@@ -28,7 +29,7 @@ interface KeyForm {
   expires?: string;
 }
 
-const when = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
+const when = (iso: string) => html`<time datetime="${iso}"><span class="nowrap">${iso.slice(0, 10)}</span> ${iso.slice(11, 16)} UTC</time>`;
 
 const REVOKED_BECAUSE: Record<string, string> = {
   revoked: 'revoked by an admin',
@@ -90,7 +91,9 @@ function keyRow(key: ApiKeyView, creators: Map<string, string>, now: Date): Html
       ${
         state.active
           ? html`<form method="get" action="${DEVELOPER}/keys/${key.id}/revoke" class="inline">
-              <button type="submit" class="danger">Revoke<span class="visually-hidden"> ${key.name} (…${key.last4})</span></button>
+              <button type="submit" class="danger">
+                ${icon('ban')}Revoke<span class="visually-hidden"> ${key.name} (…${key.last4})</span>
+              </button>
             </form>`
           : ''
       }
@@ -246,7 +249,7 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
                   </div>
                   <form method="post" action="${DEVELOPER}/keys/${key.id}/revoke">
                     ${csrf(session)}
-                    <button type="submit" class="danger">Revoke key ${key.name}</button>
+                    <button type="submit" class="danger">${icon('ban')}Revoke key ${key.name}</button>
                     <a class="button secondary" href="${DEVELOPER}">Cancel</a>
                   </form>`
               : html`<p>Key ${key.name} (…${key.last4}) no longer works: ${state.text.toLowerCase()}.</p>

@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from '../../domain/pagination.js';
 import { statusOf } from '../../web/errorStatus.js';
 import { checkCsrf, ctxOf, flash, takeFlash, text } from '../context.js';
 import { emptyState, html, type Html } from '../html.js';
+import { icon } from '../icons.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 
@@ -191,12 +192,12 @@ export const filePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, se
           <h1>Delete the file ${file.name}?</h1>
           <p class="muted">
             ${file.content_type} · ${humanSize(file.size)} ·
-            ${file.status === 'ready' ? `uploaded ${file.uploaded_at?.slice(0, 10) ?? ''}` : 'pending'}
+            ${file.status === 'ready' ? html`uploaded <span class="nowrap">${file.uploaded_at?.slice(0, 10) ?? ''}</span>` : 'pending'}
           </p>
           <div class="warning">The file and its bytes are deleted, and its download links stop working. This cannot be undone.</div>
           <form method="post" action="/files/${file.id}/delete" class="row">
             ${csrf(session)}
-            <button type="submit" class="danger">Delete file</button>
+            <button type="submit" class="danger">${icon('trash-2')}Delete file</button>
             <a class="button secondary" href="/files">Cancel</a>
           </form>`,
       }),

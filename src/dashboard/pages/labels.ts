@@ -5,6 +5,7 @@ import { createLabel, deleteLabel, getLabel, updateLabel, type LabelView } from 
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, flash, takeFlash, text } from '../context.js';
 import { emptyState, field, fieldErrors, formatNumber, html, plural, type FieldErrors, type Html } from '../html.js';
+import { icon } from '../icons.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { allLabels } from './contactForm.js';
@@ -168,7 +169,7 @@ export const labelPages: FastifyPluginAsync<DashboardDeps> = async (app, { db })
           </div>
           <form method="post" action="/labels/${label.id}/delete" class="row">
             ${csrf(session)}
-            <button type="submit" class="danger">Delete label</button>
+            <button type="submit" class="danger">${icon('trash-2')}Delete label</button>
             <a class="button secondary" href="/labels">Cancel</a>
           </form>`,
       }),

@@ -24,38 +24,42 @@ const total = (day: UsageDay) => SERIES.reduce((sum, s) => sum + day.counts[s.cl
  * The chart is an image with a text summary; the table after it is the accessible alternative.
  */
 function chart(days: UsageDay[], title: string, height = 160): Html {
-  const width = 720;
   const top = Math.max(1, ...days.map(total));
-  const bar = width / days.length;
-  const bars = days.map((day, i) => {
-    let y = height;
-    return SERIES.filter((s) => day.counts[s.cls] > 0).map((s) => {
-      const h = (day.counts[s.cls] / top) * (height - 4);
-      y -= h;
-      return html`<rect
-        x="${(i * bar + 1).toFixed(1)}"
-        y="${y.toFixed(1)}"
-        width="${(bar - 2).toFixed(1)}"
-        height="${h.toFixed(1)}"
-        fill="${s.colour}"
-        ><title>${day.day}: ${formatNumber(day.counts[s.cls])} ${s.label}</title></rect
-      >`;
-    });
-  });
   const sum = days.reduce((n, d) => n + total(d), 0);
-  return html`<figure class="chart">
-    <svg
+  // Drawn twice: wide for screens, narrow for phones (CSS shows one), so the axis labels stay 11 px high.
+  const svg = (width: number, cls: string) => {
+    const bar = width / days.length;
+    const bars = days.map((day, i) => {
+      let y = height;
+      return SERIES.filter((s) => day.counts[s.cls] > 0).map((s) => {
+        const h = (day.counts[s.cls] / top) * (height - 4);
+        y -= h;
+        return html`<rect
+          x="${(i * bar + (bar > 6 ? 1 : 0.5)).toFixed(1)}"
+          y="${y.toFixed(1)}"
+          width="${(bar - (bar > 6 ? 2 : 1)).toFixed(1)}"
+          height="${h.toFixed(1)}"
+          fill="${s.colour}"
+          ><title>${day.day}: ${formatNumber(day.counts[s.cls])} ${s.label}</title></rect
+        >`;
+      });
+    });
+    return html`<svg
+      class="${cls}"
       viewBox="0 0 ${width} ${height + 18}"
       width="100%"
       role="img"
       aria-label="${title}: ${formatNumber(sum)} requests in ${days.length} days, at most ${formatNumber(top)} a day"
     >
-      <line x1="0" y1="${height}" x2="${width}" y2="${height}" stroke="#999" />
+      <line x1="0" y1="${height}" x2="${width}" y2="${height}" stroke="#767676" />
       ${bars}
       <text x="0" y="${height + 14}" font-size="11">${days[0]!.day}</text>
       <text x="${width}" y="${height + 14}" font-size="11" text-anchor="end">${days.at(-1)!.day}</text>
       <text x="2" y="11" font-size="11">${formatNumber(top)}/day</text>
-    </svg>
+    </svg>`;
+  };
+  return html`<figure class="chart">
+    ${svg(720, 'wide')} ${svg(340, 'narrow')}
     <figcaption>
       ${SERIES.map(
         (s) =>

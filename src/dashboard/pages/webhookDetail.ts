@@ -11,6 +11,7 @@ import {
 } from '../../domain/webhooks/endpoints.js';
 import { ctxOf, flash, requireAdmin, takeFlash } from '../context.js';
 import { emptyState, html, plural, type Html } from '../html.js';
+import { icon } from '../icons.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { WEBHOOKS } from './developerTabs.js';
@@ -128,7 +129,7 @@ export const webhookDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
               <p>Delete the endpoint ${endpoint.url}? It stops receiving events at once, and its delivery log is deleted too.</p>
             </div>
             <form method="post" action="${base}/delete">
-              ${csrf(session)}<button type="submit" class="danger">Delete endpoint</button>
+              ${csrf(session)}<button type="submit" class="danger">${icon('trash-2')}Delete endpoint</button>
               <a class="button secondary" href="${base}">Cancel</a>
             </form>`
         : html`<h1>Roll signing secret</h1>
