@@ -225,7 +225,7 @@ describe.skipIf(!hasChromium)('every dashboard page is accessible at 1280 and 37
     expect(await contacts.isVisible()).toBe(true);
     await page.screenshot({ path: path.join(ARTIFACTS, 'a11y-menu-open-375.png'), fullPage: true });
     await page.keyboard.press('Tab');
-    expect(await page.evaluate('document.activeElement.textContent.trim()')).toBe('Contacts');
+    expect(await page.evaluate('document.activeElement.textContent.trim()')).toBe('Overview');
     await page.keyboard.press('Escape');
     expect(await menu.getAttribute('aria-expanded')).toBe('false');
     expect(await contacts.isVisible()).toBe(false);
