@@ -109,8 +109,8 @@ table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-pa
 table.stack>tbody,table.stack>tbody>tr,table.stack>tbody>tr>td,table.stack>tbody>tr>th{display:block;width:auto}
 table.stack>tbody>tr{border-bottom:1px solid var(--c-line);padding:var(--s-2) 0}
 table.stack>tbody>tr>td,table.stack>tbody>tr>th{border:0;padding:.15rem 0;white-space:normal;min-width:0}
-table.stack>tbody>tr>td[data-label],table.stack>tbody>tr>th[data-label]{position:relative;padding-left:7.5rem;min-height:1.6rem}
-table.stack>tbody>tr>td[data-label]::before,table.stack>tbody>tr>th[data-label]::before{content:attr(data-label);position:absolute;left:0;top:.3rem;width:7rem;color:var(--c-muted);font-size:var(--t-xs);font-weight:600;text-transform:uppercase;overflow-wrap:break-word}
+table.stack>tbody>tr>td[data-label],table.stack>tbody>tr>th[data-label]{display:flow-root;padding-left:7.5rem;min-height:1.6rem}
+table.stack>tbody>tr>td[data-label]::before,table.stack>tbody>tr>th[data-label]::before{content:attr(data-label);float:left;margin:.15rem 0 0 -7.5rem;width:7rem;color:var(--c-muted);font-size:var(--t-xs);font-weight:600;text-transform:uppercase;overflow-wrap:break-word}
 table.stack>tbody>tr>td[data-label=""]{padding-left:0}
 table.stack>tbody>tr>td[data-label=""]::before{display:none}
 table.stack td.actions{white-space:normal}
