@@ -1,11 +1,7 @@
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../src/domain/apiKeys/apiKeys.js';
-import { createOrg } from '../../src/domain/orgs/orgs.js';
-import { ARTIFACTS, hasChromium, launchBrowser, signInAs, startLiveServer, watchConsole, type LiveServer } from './browser.js';
-
-const PASSWORD = 'correct horse battery';
+import { acmeOrg, adminPage, ARTIFACTS, callApi, hasChromium, startLiveServer, type LiveServer } from './browser.js';
 
 /**
  * Activity and a contact's Timeline in a real Chromium (issue 20, item 2): changes made through
@@ -20,30 +16,14 @@ describe.skipIf(!hasChromium)('activity in a browser', { timeout: 120_000 }, () 
   let key = '';
   let keyId = '';
 
-  const api = async (method: string, url: string, body?: unknown) => {
-    const res = await fetch(`${server.url}/api/v1${url}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    return { status: res.status, requestId: res.headers.get('request-id') ?? '', json: (await res.json()) as { id: string } };
-  };
+  const api = (method: string, url: string, body?: unknown) => callApi(server, key, method, url, body);
 
   beforeAll(async () => {
     server = await startLiveServer();
-    const made = await createOrg(server.db.kysely, { name: 'Acme Ltd', adminEmail: 'ada@example.com', adminPassword: PASSWORD });
-    const created = await createApiKey(
-      { db: server.db.kysely, orgId: made.org.id, userId: made.user.id, now: new Date() },
-      server.config.secretKey,
-      { name: 'CRM sync', scopes: ['contacts:write', 'groups:write'] },
-    );
+    const created = await (await acmeOrg(server)).apiKey(['contacts:write', 'groups:write']);
     key = created.key;
     keyId = created.id;
-    browser = await launchBrowser();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    watchConsole(page, consoleErrors);
-    await signInAs(page, server.url, 'ada@example.com', PASSWORD);
+    ({ browser, page } = await adminPage(server, consoleErrors));
   }, 120_000);
 
   afterAll(async () => {

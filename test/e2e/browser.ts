@@ -8,7 +8,10 @@ import { loadConfig } from '../../src/config/load.js';
 import { migrateToLatest, openDatabase, type Db } from '../../src/db/database.js';
 import { buildApp } from '../../src/app.js';
 import { MemoryRateLimiter } from '../../src/infra/rateLimit/memoryRateLimiter.js';
+import { createApiKey } from '../../src/domain/apiKeys/apiKeys.js';
+import { createOrg } from '../../src/domain/orgs/orgs.js';
 import type { FastifyInstance } from 'fastify';
+import type { Org } from '../helpers/harness.js';
 
 /** Debian's Chromium (apt-get install chromium); Playwright's own browser download is not used. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -94,4 +97,49 @@ export async function signInAs(page: Page, base: string, email: string, password
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.waitForURL(`${base}/`);
+}
+
+/** The password of the admin `acmeOrg` makes. */
+export const ADMIN_PASSWORD = 'correct horse battery';
+
+/**
+ * The organisation most browser tests start from: "Acme Ltd" with its admin ada@example.com, made
+ * on the live server's database. `org.adminCtx()` acts as that admin in the domain (to seed data);
+ * `apiKey` makes a key of the admin's with these scopes.
+ */
+export async function acmeOrg(server: LiveServer) {
+  const made = await createOrg(server.db.kysely, { name: 'Acme Ltd', adminEmail: 'ada@example.com', adminPassword: ADMIN_PASSWORD });
+  const adminCtx = () => ({
+    db: server.db.kysely,
+    orgId: made.org.id,
+    actor: { kind: 'user' as const, userId: made.user.id, role: 'admin' as const },
+    requestId: 'e2e',
+    now: new Date(),
+  });
+  const apiKey = (scopes: string[], name = 'CRM sync') =>
+    createApiKey({ db: server.db.kysely, orgId: made.org.id, userId: made.user.id, now: new Date() }, server.config.secretKey, {
+      name,
+      scopes,
+    });
+  return { made, adminCtx, org: { adminCtx } as Org, apiKey };
+}
+
+/** A browser and one 1280 × 900 page signed in as Acme's admin, its console errors collected into `consoleErrors`. */
+export async function adminPage(server: LiveServer, consoleErrors: string[]): Promise<{ browser: Browser; page: Page }> {
+  const browser = await launchBrowser();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  watchConsole(page, consoleErrors);
+  await signInAs(page, server.url, 'ada@example.com', ADMIN_PASSWORD);
+  return { browser, page };
+}
+
+/** Calls the live server's API with a key: the status, the Request-Id and the JSON body. */
+export async function callApi(server: LiveServer, key: string, method: string, url: string, body?: unknown) {
+  const res = await fetch(`${server.url}/api/v1${url}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, requestId: res.headers.get('request-id') ?? '', json: (await res.json()) as { id: string } };
 }

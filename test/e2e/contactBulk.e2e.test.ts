@@ -3,12 +3,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGroup } from '../../src/domain/groups/groups.js';
 import { createLabel } from '../../src/domain/labels/labels.js';
-import { createOrg } from '../../src/domain/orgs/orgs.js';
 import { seedContacts } from '../helpers/contactSeed.js';
-import type { Org } from '../helpers/harness.js';
-import { ARTIFACTS, hasChromium, launchBrowser, signInAs, startLiveServer, watchConsole, type LiveServer } from './browser.js';
-
-const PASSWORD = 'correct horse battery';
+import { acmeOrg, adminPage, ARTIFACTS, hasChromium, startLiveServer, type LiveServer } from './browser.js';
 
 /**
  * The contacts list's power tools in Chromium (issue 20, item 5): sort by a column, page forward
@@ -24,15 +20,9 @@ describe.skipIf(!hasChromium)('contacts list power tools in a browser', { timeou
 
   beforeAll(async () => {
     server = await startLiveServer();
-    const made = await createOrg(server.db.kysely, { name: 'Acme Ltd', adminEmail: 'ada@example.com', adminPassword: PASSWORD });
-    const ctx = {
-      db: server.db.kysely,
-      orgId: made.org.id,
-      actor: { kind: 'user' as const, userId: made.user.id, role: 'admin' as const },
-      requestId: 'e2e',
-      now: new Date(),
-    };
-    const org = { adminCtx: () => ({ ...ctx, now: new Date() }) } as Org;
+    const acme = await acmeOrg(server);
+    const { org } = acme;
+    const ctx = acme.adminCtx();
     const people = ['Lovelace', 'Hopper', 'Turing', 'Noether', 'Curie', 'Franklin', 'Meitner', 'Goodall'];
     await seedContacts(org, 60, (i) => ({
       first_name: ['Ada', 'Grace', 'Alan', 'Emmy', 'Marie', 'Rosalind', 'Lise', 'Jane'][i % 8]!,
@@ -41,11 +31,7 @@ describe.skipIf(!hasChromium)('contacts list power tools in a browser', { timeou
     }));
     labelId = (await createLabel(ctx, { name: 'Newsletter' })).id;
     await createGroup(ctx, { name: 'Volunteers' });
-    browser = await launchBrowser();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    watchConsole(page, consoleErrors);
-    await signInAs(page, server.url, 'ada@example.com', PASSWORD);
+    ({ browser, page } = await adminPage(server, consoleErrors));
   }, 120_000);
 
   afterAll(async () => {

@@ -1,15 +1,10 @@
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../src/domain/apiKeys/apiKeys.js';
 import { createGroup } from '../../src/domain/groups/groups.js';
 import { addMembers } from '../../src/domain/groups/members.js';
-import { createOrg } from '../../src/domain/orgs/orgs.js';
 import { seedContacts } from '../helpers/contactSeed.js';
-import type { Org } from '../helpers/harness.js';
-import { ARTIFACTS, hasChromium, launchBrowser, signInAs, startLiveServer, watchConsole, type LiveServer } from './browser.js';
-
-const PASSWORD = 'correct horse battery';
+import { acmeOrg, adminPage, ARTIFACTS, hasChromium, startLiveServer, type LiveServer } from './browser.js';
 
 /**
  * Issue 32 item 5, the small frictions, in Chromium: the contacts list newest first, a group's
@@ -27,15 +22,9 @@ describe.skipIf(!hasChromium)('small frictions in a browser', { timeout: 120_000
 
   beforeAll(async () => {
     server = await startLiveServer();
-    const made = await createOrg(server.db.kysely, { name: 'Acme Ltd', adminEmail: 'ada@example.com', adminPassword: PASSWORD });
-    const ctx = {
-      db: server.db.kysely,
-      orgId: made.org.id,
-      actor: { kind: 'user' as const, userId: made.user.id, role: 'admin' as const },
-      requestId: 'e2e',
-      now: new Date(),
-    };
-    const org = { adminCtx: () => ({ ...ctx, now: new Date() }) } as Org;
+    const acme = await acmeOrg(server);
+    const { org } = acme;
+    const ctx = acme.adminCtx();
     const people = ['Lovelace', 'Hopper', 'Turing', 'Noether'];
     ids = await seedContacts(org, 12, (i) => ({
       first_name: ['Ada', 'Grace', 'Alan', 'Emmy'][i % 4]!,
@@ -46,17 +35,8 @@ describe.skipIf(!hasChromium)('small frictions in a browser', { timeout: 120_000
     await createGroup(ctx, { name: 'Speakers' });
     // Ada Lovelace 0 and 4 are members already.
     await addMembers(ctx, groupId, [ids[0]!, ids[4]!]);
-    key = (
-      await createApiKey({ db: server.db.kysely, orgId: made.org.id, userId: made.user.id, now: new Date() }, server.config.secretKey, {
-        name: 'CRM sync',
-        scopes: ['contacts:read'],
-      })
-    ).key;
-    browser = await launchBrowser();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    watchConsole(page, consoleErrors);
-    await signInAs(page, server.url, 'ada@example.com', PASSWORD);
+    key = (await acme.apiKey(['contacts:read'])).key;
+    ({ browser, page } = await adminPage(server, consoleErrors));
   }, 120_000);
 
   afterAll(async () => {
