@@ -4,21 +4,20 @@ import { gettingStarted, overviewCounts, type BoundedCount, type GettingStarted 
 import { requestUsage, type UsageDay } from '../../domain/requests/requestLog.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { ctxOf, takeFlash } from '../context.js';
-import { html, type Html } from '../html.js';
+import { formatNumber, html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { DEVELOPER, LOGS, USAGE, WEBHOOKS } from './developerTabs.js';
 import { activityTable } from './timeline.js';
+import { chartLegend } from './usage.js';
 
 /** How many events the overview shows; the rest are on /activity. */
 const RECENT_EVENTS = 5;
 /** Days of API usage on the overview (the Usage page has 30, by key). */
 const USAGE_DAYS = 14;
 
-const NUMBER = new Intl.NumberFormat('en');
-
 function countText({ count, more }: BoundedCount, one: string, many: string): Html {
-  return html`<strong class="stat-number">${NUMBER.format(count)}${more ? '+' : ''}</strong>
+  return html`<strong class="stat-number">${formatNumber(count)}${more ? '+' : ''}</strong>
     <span class="stat-label">${count === 1 && !more ? one : many}</span>`;
 }
 
@@ -113,34 +112,27 @@ function usageChart(days: UsageDay[]): Html {
       const h = (s.of(day) / top) * height;
       y -= h;
       return html`<rect x="${i * 10 + 1}" y="${y.toFixed(2)}" width="8" height="${h.toFixed(2)}" fill="${s.colour}"
-        ><title>${shortDay(day.day)}: ${NUMBER.format(s.of(day))} ${s.label.toLowerCase()}</title></rect
+        ><title>${shortDay(day.day)}: ${formatNumber(s.of(day))} ${s.label.toLowerCase()}</title></rect
       >`;
     });
   });
   return html`<figure class="usage-chart">
       <p class="usage-total">
-        <strong>${NUMBER.format(sum)}</strong> ${sum === 1 ? 'request' : 'requests'} in the last ${days.length} days, at most
-        ${NUMBER.format(top)} a day.
+        <strong>${formatNumber(sum)}</strong> ${sum === 1 ? 'request' : 'requests'} in the last ${days.length} days, at most
+        ${formatNumber(top)} a day.
       </p>
       <svg
         viewBox="0 0 ${days.length * 10} ${height}"
         class="usage-bars"
         preserveAspectRatio="none"
         role="img"
-        aria-label="Requests per day, ${shortDay(days[0]!.day)} to ${shortDay(days.at(-1)!.day)}: ${NUMBER.format(sum)} in all"
+        aria-label="Requests per day, ${shortDay(days[0]!.day)} to ${shortDay(days.at(-1)!.day)}: ${formatNumber(sum)} in all"
       >
         <line x1="0" y1="${height}" x2="${days.length * 10}" y2="${height}" stroke="#8c959f" vector-effect="non-scaling-stroke" />
         ${bars}
       </svg>
       <div class="usage-axis" aria-hidden="true"><span>${shortDay(days[0]!.day)}</span><span>${shortDay(days.at(-1)!.day)}</span></div>
-      <figcaption>
-        ${SERIES.map(
-          (s) =>
-            html`<span class="legend"
-              ><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${s.colour}" /></svg> ${s.label}</span
-            > `,
-        )}
-      </figcaption>
+      ${chartLegend(SERIES)}
     </figure>
     <details>
       <summary>Requests per day as a table</summary>
@@ -160,8 +152,8 @@ function usageChart(days: UsageDay[]): Html {
             (day) =>
               html`<tr>
                 <th scope="row"><time datetime="${day.day}">${shortDay(day.day)}</time></th>
-                ${SERIES.map((s) => html`<td>${NUMBER.format(s.of(day))}</td>`)}
-                <td>${NUMBER.format(dayTotal(day))}</td>
+                ${SERIES.map((s) => html`<td>${formatNumber(s.of(day))}</td>`)}
+                <td>${formatNumber(dayTotal(day))}</td>
               </tr>`,
           )}
         </tbody>

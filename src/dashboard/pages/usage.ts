@@ -58,17 +58,19 @@ function chart(days: UsageDay[], title: string, height = 160): Html {
       <text x="2" y="11" font-size="11">${formatNumber(top)}/day</text>
     </svg>`;
   };
-  return html`<figure class="chart">
-    ${svg(720, 'wide')} ${svg(340, 'narrow')}
-    <figcaption>
-      ${SERIES.map(
-        (s) =>
-          html`<span class="legend"
-            ><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${s.colour}" /></svg> ${s.label}</span
-          > `,
-      )}
-    </figcaption>
-  </figure>`;
+  return html`<figure class="chart">${svg(720, 'wide')} ${svg(340, 'narrow')} ${chartLegend(SERIES)}</figure>`;
+}
+
+/** A chart's legend: a swatch and a label for each series (the Usage page and the overview). */
+export function chartLegend(series: readonly { label: string; colour: string }[]): Html {
+  return html`<figcaption>
+    ${series.map(
+      (s) =>
+        html`<span class="legend"
+          ><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" fill="${s.colour}" /></svg> ${s.label}</span
+        > `,
+    )}
+  </figcaption>`;
 }
 
 function table(days: UsageDay[], caption: string): Html {
