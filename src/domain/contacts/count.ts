@@ -90,6 +90,14 @@ async function countMatches(ctx: Ctx, filters: ListedFilters, labelByWords = fal
   } else {
     matches = sql`select 1 from contacts c where c.org_id = ${ctx.orgId} limit ${limit}`;
   }
+  return boundedCount(ctx, matches);
+}
+
+/**
+ * Counts the rows of `matches`, a query that stops at COUNT_BOUND + 1 rows: exact up to
+ * COUNT_BOUND, else `more` (shared with the overview's counts of groups and files).
+ */
+export async function boundedCount(ctx: Ctx, matches: RawBuilder<unknown>): Promise<ContactCount> {
   const { rows } = await sql<{ n: number | string }>`select count(*) as n from (${matches}) as matches`.execute(ctx.db);
   const n = Number(rows[0]?.n ?? 0);
   return n > COUNT_BOUND ? { count: COUNT_BOUND, more: true } : { count: n, more: false };

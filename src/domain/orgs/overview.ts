@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Ctx } from '../context.js';
-import { COUNT_BOUND, countContacts, type ContactCount } from '../contacts/count.js';
+import { boundedCount, COUNT_BOUND, countContacts, type ContactCount } from '../contacts/count.js';
 import { ForbiddenError } from '../errors.js';
 import { requireScope } from '../scopes.js';
 
@@ -20,11 +20,8 @@ export interface OverviewCounts {
 }
 
 /** The organisation's rows of a table, along its (org_id, created_at, id) index, up to COUNT_BOUND + 1. */
-async function countRows(ctx: Ctx, table: 'groups' | 'files'): Promise<BoundedCount> {
-  const { rows } = await sql<{ n: number | string }>`select count(*) as n from (select 1 from ${sql.table(table)}
-    where org_id = ${ctx.orgId} limit ${COUNT_BOUND + 1}) as counted`.execute(ctx.db);
-  const n = Number(rows[0]?.n ?? 0);
-  return n > COUNT_BOUND ? { count: COUNT_BOUND, more: true } : { count: n, more: false };
+function countRows(ctx: Ctx, table: 'groups' | 'files'): Promise<BoundedCount> {
+  return boundedCount(ctx, sql`select 1 from ${sql.table(table)} where org_id = ${ctx.orgId} limit ${COUNT_BOUND + 1}`);
 }
 
 /** Contacts, groups and files (pending uploads included, as the Files page lists them). */
