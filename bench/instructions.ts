@@ -54,16 +54,13 @@
  * cost = 1 − baseline/with; budgets: metrics ≤ 3 % (sqlite vs sqlite+metrics), the request log
  * ≤ 5 % (sqlite+nolog vs sqlite).
  */
-import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import SQLite from 'better-sqlite3';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from '../test/helpers/serverProcess.js';
+import { orgWithKey, serverEnv, startServerProcess, type ServerEnv } from '../test/helpers/serverProcess.js';
+import { median, sleep, startCounted, stop, type Window } from './callgrind.js';
 import { seedContacts } from './seed.js';
-
-const run = promisify(execFile);
 
 const SETUPS = (process.env.BENCH_SETUPS ?? 'sqlite,sqlite+metrics,sqlite+nolog').split(',');
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 2);
@@ -80,48 +77,6 @@ const PESSIMISTIC_SCRAPE_EVERY = 1000;
 const TIME_DILATION = Number(process.env.BENCH_TIME_DILATION ?? 60);
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 const TMP = path.join(import.meta.dirname, '.tmp', 'instructions');
-const PRELOAD = path.join(TMP, 'preload.mjs');
-const GC_DONE = 'bench-instructions: gc done';
-
-/** Loaded into the server (--import): a full garbage collection on SIGUSR2. */
-function writePreload(): void {
-  mkdirSync(TMP, { recursive: true });
-  writeFileSync(
-    PRELOAD,
-    `import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc');
-// Under valgrind the server runs some 50–100× slower while timers keep wall-clock time: intervals
-// (the request log's 1 s flush, the delivery worker's lease heartbeat, housekeeping) are stretched
-// alike, so that the log's batches fill to 200 rows before the flush timer fires, as at full speed.
-const dilation = ${TIME_DILATION};
-const setIntervalAsIs = globalThis.setInterval;
-globalThis.setInterval = (callback, ms, ...args) => setIntervalAsIs(callback, (ms ?? 0) * dilation, ...args);
-process.on('SIGUSR2', () => {
-  gc();
-  process.stdout.write(${JSON.stringify(GC_DONE + '\n')});
-});
-`,
-  );
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
-interface Window {
-  instructions: number;
-  /** Of which in V8's garbage collector's functions. */
-  gc: number;
-  /** Of which in V8's compilers' functions. */
-  compile: number;
-  seconds: number;
-  count: number;
-}
 
 interface ProcessResult {
   setup: string;
@@ -134,65 +89,6 @@ interface ProcessResult {
   empty: Window[];
   /** Request-log rows written per second in the list-25 windows (about a batch, the flush being every 1 s). */
   rowsPerSecond: number;
-}
-
-/** Runs callgrind_control and, for a dump, returns the instruction total of the file it wrote. */
-async function control(
-  target: { pid: number; dir: string; env: Record<string, string> },
-  option: '-i' | '-z' | '-d',
-  arg?: string,
-): Promise<{ instructions: number; gc: number; compile: number }> {
-  const { pid, dir, env } = target;
-  const before = new Set(readdirSync(dir));
-  // The server's environment: vgdb finds the process's pipes by names made of USER and HOST.
-  const { stdout, stderr } = await run('callgrind_control', [option, ...(arg ? [arg] : []), String(pid)], { timeout: 600_000, env });
-  if (/error|failed/i.test(stderr)) throw new Error(`callgrind_control ${option}: ${stderr}`);
-  if (process.env.BENCH_DEBUG) process.stderr.write(stdout + stderr);
-  if (option !== '-d') return { instructions: 0, gc: 0, compile: 0 };
-  for (let attempt = 0; attempt < 600; attempt++) {
-    const added = readdirSync(dir).filter((name) => !before.has(name));
-    for (const name of added) {
-      const file = path.join(dir, name);
-      const total = /^(?:totals|summary): (\d+)/m.exec(readFileSync(file, 'utf8'));
-      if (total) return { instructions: Number(total[1]), ...(await shares(file)) };
-    }
-    await sleep(100);
-  }
-  throw new Error('callgrind wrote no dump');
-}
-
-/** V8's garbage collector's functions, by name (self cost). */
-const GC_FUNCTION =
-  /Marking|MarkCompact|Sweeper|Scaveng|Evacuat|RememberedSet|heap::base::|GCTracer|FreeList|MemoryChunk|MemoryAllocator|ObjectVisitor|Heap::|__popcountdi2/;
-/**
- * V8's compilers (TurboFan, Maglev, Sparkplug, bytecode, parser): still at work after thousands of
- * requests (a function now and then reaches TurboFan's threshold: 2 compilations per 600 requests
- * after 6,000, by --trace-opt, authenticateKey's alone 50 ms), a start-up cost that a long-running
- * server pays once, not per request.
- */
-const COMPILER_FUNCTION =
-  /v8::internal::(compiler|maglev|baseline|interpreter)::|v8::internal::(Compiler|Zone|Assembler|RelocIterator|Deoptimizer|Parser|ParserBase|PreParser|Scanner|Scope|DeclarationScope|AstNodeFactory|SourcePositionTableBuilder|OptimizedCompilationInfo)\b|CompilationJob/;
-
-/** Self cost of the GC's and the compilers' functions in a dump (callgrind_annotate). */
-async function shares(file: string): Promise<{ gc: number; compile: number }> {
-  const { stdout } = await run('callgrind_annotate', ['--threshold=100', file], { maxBuffer: 256 * 1024 * 1024 });
-  let gc = 0;
-  let compile = 0;
-  for (const line of stdout.split('\n')) {
-    const match = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$/.exec(line);
-    if (!match || match[2]!.includes('PROGRAM TOTALS')) continue;
-    const cost = Number(match[1]!.replace(/,/g, ''));
-    if (GC_FUNCTION.test(match[2]!)) gc += cost;
-    else if (COMPILER_FUNCTION.test(match[2]!)) compile += cost;
-  }
-  return { gc, compile };
-}
-
-async function stop(proc: ServerProcess, seconds: number): Promise<void> {
-  proc.child.kill('SIGTERM');
-  const timer = setTimeout(() => proc.child.kill('SIGKILL'), seconds * 1000);
-  await proc.exited;
-  clearTimeout(timer);
 }
 
 async function measure(setup: string, index: number): Promise<ProcessResult> {
@@ -230,25 +126,7 @@ async function measure(setup: string, index: number): Promise<ProcessResult> {
     };
 
     process.stderr.write(`${setup} #${index}: starting under valgrind…\n`);
-    env.env.NODE_OPTIONS = `--import=${PRELOAD}`;
-    const proc = await startServerProcess(env, {
-      built: true,
-      startSeconds: 600,
-      // V8's garbage collector and compilers on the main thread: helper threads split the same
-      // work differently from run to run, and their overhead with it (±10 % on a full collection).
-      // No memory reducer: it collects when allocation per wall-clock second is low, which under
-      // valgrind it always is (a major GC in one window and not the next, at random).
-      nodeFlags: ['--single-threaded', '--no-memory-reducer'],
-      wrapper: [
-        'valgrind',
-        '--tool=callgrind',
-        '--instr-atstart=no',
-        '--smc-check=all-non-file',
-        `--callgrind-out-file=${dir}/callgrind.out`,
-        '--vgdb=yes',
-      ],
-    });
-    const target = { pid: proc.child.pid!, dir, env: env.env };
+    const counted = await startCounted(env, dir, { dilation: TIME_DILATION, keepDumps: process.env.BENCH_KEEP === '1' });
     try {
       const load = async (amount: number) => {
         const result = await autocannon({
@@ -270,31 +148,7 @@ async function measure(setup: string, index: number): Promise<ProcessResult> {
       await load(WARMUP);
       await flushed();
       process.stderr.write(`${setup} #${index}: warm-up took ${((performance.now() - began) / 1000).toFixed(0)} s\n`);
-      // A full garbage collection before each window and at its end, inside it: the window holds the
-      // collection of all it allocated, whenever V8 would have run it, instead of a major GC
-      // or none by chance. The end's collection also marks the live heap (a fixed cost, measured
-      // by an empty window and taken out).
-      let collections = 0;
-      const collect = async () => {
-        collections++;
-        proc.child.kill('SIGUSR2');
-        for (let attempt = 0; proc.output().split(GC_DONE).length - 1 < collections; attempt++) {
-          if (attempt > 3000) throw new Error(`no garbage collection: ${proc.output()}`);
-          await sleep(100);
-        }
-      };
-      const windowed = async (work: () => Promise<void>): Promise<Window> => {
-        await collect();
-        await control(target, '-i', 'on');
-        await control(target, '-z');
-        const started = performance.now();
-        await work();
-        await collect();
-        const counted = await control(target, '-d');
-        const seconds = (performance.now() - started) / 1000;
-        await control(target, '-i', 'off');
-        return { ...counted, seconds, count: 0 };
-      };
+      const windowed = counted.windowed;
       const empty: Window[] = [await windowed(() => flushed())];
       const windows: Window[] = [];
       let rowSeconds = 0;
@@ -335,7 +189,7 @@ async function measure(setup: string, index: number): Promise<ProcessResult> {
       );
       return { setup, windows, scrapes, idle, empty, rowsPerSecond: logged ? (WINDOWS * REQUESTS) / rowSeconds : 0 };
     } finally {
-      await stop(proc, 120);
+      await counted.close();
       database?.close();
     }
   } finally {
@@ -472,7 +326,6 @@ async function main(): Promise<void> {
     report(saved.results, saved.minutes);
     return;
   }
-  writePreload();
   const results: ProcessResult[] = [];
   const began = performance.now();
   // BENCH_PARALLEL=1: a repeat's setups side by side (instruction counts do not depend on it; only

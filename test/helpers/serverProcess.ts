@@ -8,13 +8,16 @@ import pg from 'pg';
 import { randomBase62 } from '../../src/domain/ids.js';
 import { SECRET } from './harness.js';
 
-const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
+/**
+ * The checkout whose server and CLI run: this one, or BENCH_CHECKOUT's (`bench/budget.ts`
+ * measuring an earlier build side by side, built in a worktree of its own).
+ */
+const ROOT = process.env.BENCH_CHECKOUT ? path.resolve(process.env.BENCH_CHECKOUT) : path.resolve(import.meta.dirname, '../..');
+const CLI = path.join(ROOT, 'src/cli.ts');
 /** The built server, what `npm start` runs (`npm run build` makes it). */
-const BUILT_CLI = path.resolve(import.meta.dirname, '../../dist/cli.js');
+const BUILT_CLI = path.join(ROOT, 'dist/cli.js');
 /** The Node flags of `npm start` (package.json), so that the benchmarks measure the same process. */
-const START_FLAGS = (
-  JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { scripts: { start: string } }
-).scripts.start
+const START_FLAGS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
   .split(' ')
   .filter((word) => word.startsWith('--'));
 const run = promisify(execFile);
