@@ -26,7 +26,6 @@ import { startServerProcess, type ServerEnv, type ServerProcess } from '../test/
 
 const run = promisify(execFile);
 const GC_DONE = 'bench-callgrind: gc done';
-const REPO = path.resolve(import.meta.dirname, '..');
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 export const median = (values: number[]) => {
@@ -113,10 +112,11 @@ export function functionName(file: string, fn: string, object: string, perf: Per
     if (!name) return '(JIT code, unnamed)';
     const js = /^JS:[~^+*]?(\S*) (.*)$/.exec(name);
     if (!js) return name.replace(/^Builtin:/, 'Builtins_');
+    // The same name in any checkout (BENCH_CHECKOUT, a clone in /tmp): from dist/ or node_modules/ on.
     const where = js[2]!
       .replace(/^file:\/\//, '')
-      .replace(REPO + '/', '')
-      .replace(/.*\/node_modules\//, 'node_modules/');
+      .replace(/.*\/node_modules\//, 'node_modules/')
+      .replace(/^\/.*?\/(dist|src|bench)\//, '$1/');
     const short = js[1] ? where.replace(/:\d+:\d+$/, '') : where.replace(/:\d+$/, '');
     return `${js[1] || '(anonymous)'} ${short}`;
   }

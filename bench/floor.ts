@@ -34,16 +34,15 @@ const CONNECTIONS = 4;
 
 /** The page statement's SQL and values, and the database it ran on. */
 async function pageStatement(): Promise<{ sql: string; values: unknown[]; file: string }> {
-  const seen: { sql: string; values: unknown[]; file: string }[] = [];
+  const seen: { sql: string; values: unknown[]; db: Database.Database }[] = [];
   const prepare = Database.prototype.prepare;
   Database.prototype.prepare = function (this: Database.Database, sql: string) {
     const statement = prepare.call(this, sql) as Database.Statement;
     if (/json_object/.test(sql) && /FROM "contacts"/i.test(sql)) {
       const all = statement.all.bind(statement);
-      const file = this.name;
       Object.assign(statement, {
         all: (...values: unknown[]) => {
-          seen.push({ sql, values: values.length === 1 && Array.isArray(values[0]) ? (values[0] as unknown[]) : values, file });
+          seen.push({ sql, values: values.length === 1 && Array.isArray(values[0]) ? (values[0] as unknown[]) : values, db: this });
           return all(...values);
         },
       });
@@ -68,12 +67,11 @@ async function pageStatement(): Promise<{ sql: string; values: unknown[]; file: 
   const page = await h.call(key, 'GET', '/api/v1/contacts?limit=25');
   if (page.statusCode !== 200 || seen.length !== 1) throw new Error(`list-25: ${page.statusCode}, ${seen.length} page statements`);
   Database.prototype.prepare = prepare;
+  // The harness's database (in memory) copied to a file for the loop's process.
   const copy = path.join(TMP, 'floor.sqlite');
-  const source = new Database(seen[0]!.file, { readonly: true });
-  await source.backup(copy);
-  source.close();
+  await seen[0]!.db.backup(copy);
   await h.close();
-  return { ...seen[0]!, file: copy };
+  return { sql: seen[0]!.sql, values: seen[0]!.values, file: copy };
 }
 
 /** Instructions per run of the page statement in a bare better-sqlite3 loop. */
