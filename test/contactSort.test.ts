@@ -81,6 +81,8 @@ describe.each(DIALECTS)('contact order and incremental sync on %s', (dialect) =>
     expect(await walk(`updated_after=${since}`, k)).toEqual([]);
     await new Promise((resolve) => setTimeout(resolve, 5));
     await h.call(k, 'PATCH', `/api/v1/contacts/${b.id}`, { notes: 'b' });
+    // Another millisecond: two updates in one would be ordered by id, not by the order they were made.
+    await new Promise((resolve) => setTimeout(resolve, 3));
     await h.call(k, 'PATCH', `/api/v1/contacts/${a.id}`, { notes: 'a' });
     expect((await walk(`updated_after=${since}`, k)).map((x) => x.id)).toEqual([b.id, a.id]);
     // The same instant in another zone is the same filter.
