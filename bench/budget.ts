@@ -394,13 +394,15 @@ async function main(): Promise<void> {
   };
   try {
     await measureAll(targets);
-    // A target over its budget is measured once more in a process of its own before the check
-    // fails: two processes of one build differed by up to 2.7 % (the dashboard's page, whose
-    // compilers are still busy after thousands of requests); a real regression is over both times.
-    const over = targets.filter(
-      (t) => budget?.targets[t.name] && results.get(t.name)!.instructions > budget.targets[t.name]!.instructions * (1 + TOLERANCE),
-    );
-    if (over.length > 0 && !UPDATE) {
+    // A target over its budget is measured again, up to twice, each time in a process of its own,
+    // before the check fails: two processes of one build differed by up to 2.7 % (the dashboard's
+    // page, whose compilers are still busy after thousands of requests) and get-by-id came out at
+    // 458,000 or 515,000 in two processes of one clone; a real regression is over every time.
+    for (let retry = 0; retry < 2 && !UPDATE; retry++) {
+      const over = targets.filter(
+        (t) => budget?.targets[t.name] && results.get(t.name)!.instructions > budget.targets[t.name]!.instructions * (1 + TOLERANCE),
+      );
+      if (over.length === 0) break;
       process.stderr.write(`over budget: ${over.map((t) => t.name).join(', ')}; measuring again\n`);
       await measureAll(over);
     }
