@@ -44,7 +44,7 @@ import { cpus } from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv } from '../test/helpers/serverProcess.js';
-import { median, sleep, startCounted, stop, type Window } from './callgrind.js';
+import { counted, median, sleep, startCounted, stop, type Window } from './callgrind.js';
 import { seedContacts } from './seed.js';
 
 const BUDGET_FILE = process.env.BENCH_BUDGET_FILE ?? path.join(import.meta.dirname, 'budget.json');
@@ -265,15 +265,6 @@ async function drive(url: string, target: Target, seeded: Seeded, from: number, 
     }),
   );
 }
-
-/**
- * What a window's figure counts: all but V8's compilers and its major garbage collections. A major
- * collection's cost (marking the live heap, sweeping) depends on when V8 runs it and on what it
- * finds, not on the request: the window's forced collection at its end, and the sweeping of the one
- * before it, came out 195 M instructions in one window and 253 M in the next for the same work
- * (list-25, 400 requests). Scavenges (the young generation) are counted.
- */
-const counted = (w: Window) => w.instructions - w.compile - w.majorGc;
 
 async function measure(target: Target, seeded: Seeded & { env: ServerEnv }): Promise<Measured> {
   // A port and data directory of its own, the seeded directory copied into it.

@@ -21,7 +21,7 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { ALL_SCOPES, makeHarness } from '../test/helpers/harness.js';
 import { freePort } from '../test/helpers/serverProcess.js';
-import { median, startCountedScript } from './callgrind.js';
+import { counted, median, startCountedScript } from './callgrind.js';
 
 const run = promisify(execFile);
 const TMP = path.join(import.meta.dirname, '.tmp', 'floor');
@@ -135,7 +135,6 @@ async function bareList(): Promise<{ perRequest: number; windows: number[] }> {
   };
   try {
     await load(WARMUP);
-    const counted = (w: { instructions: number; compile: number; majorGc: number }) => w.instructions - w.compile - w.majorGc;
     const empty = [await server.windowed(async () => {})];
     const windows = [];
     for (let i = 0; i < WINDOWS; i++) windows.push(await server.windowed(() => load(REQUESTS)));
