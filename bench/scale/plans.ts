@@ -6,6 +6,7 @@
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type CompiledQuery } from 'kysely';
 import pg from 'pg';
+import { stableStatementText } from '../../src/db/database.js';
 import type { Database } from '../../src/db/schema.js';
 import type { Ctx } from '../../src/domain/context.js';
 import { listContactsJson as listContacts } from '../../src/domain/contacts/list.js';
@@ -42,9 +43,11 @@ function sqliteExplainer(file: string, log: (query: CompiledQuery) => void): Exp
     db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => log(event.query) }),
     explain: (query) =>
       Promise.resolve(
-        (sqlite.prepare(`explain query plan ${query.sql}`).all(...(query.parameters as unknown[])) as { detail: string }[]).map(
-          (row) => row.detail,
-        ),
+        (
+          sqlite.prepare(`explain query plan ${stableStatementText(query.sql)}`).all(...(query.parameters as unknown[])) as {
+            detail: string;
+          }[]
+        ).map((row) => row.detail),
       ),
     close: async () => void sqlite.close(),
   };

@@ -164,12 +164,36 @@ function withStatementCache(sqlite: SQLite.Database, limit = 500) {
       let statement = statements.get(text);
       if (!statement) {
         if (statements.size >= limit) statements.clear();
-        statement = sqlite.prepare(text);
+        statement = sqlite.prepare(stableStatementText(text));
         statements.set(text, statement);
       }
       return statement;
     },
   };
+}
+
+/**
+ * The SQL SQLite is given for `text`: each bare `limit ?` and `like ?` written `limit +?` and
+ * `like +?`, the same values (a unary plus is a no-op in SQLite, on text as on numbers; a limit
+ * that is not an integer is refused as before).
+ *
+ * Why: SQLite's planner (3.53, better-sqlite3's) reads the value bound to a bare `LIMIT ?`
+ * (sqlite3ExprIsInteger, to size the result) or to the pattern of a `LIKE ?` (isLikeOrGlob, for a prefix's index range)
+ * while it prepares the statement, and so marks the statement to be prepared again whenever that
+ * parameter is bound anew. better-sqlite3 binds every parameter on every run, so each run of a
+ * cached statement with `LIMIT ?` was parsed and planned from scratch: under callgrind
+ * (`BENCH_KEEP=1 BENCH_TARGETS=list-25 npx tsx bench/budget.ts`, then `callgrind_annotate
+ * --tree=caller` on sqlite3Reprepare) once a request, 250,000 instructions of list-25's 1.73
+ * million. The planner does not read `+?` (only a bare parameter), so the statement
+ * is prepared once and its plan does not depend on the page size (`npm run bench:scale` checks
+ * every list's plan with this same text). No `LIKE` here can use an index range (each is on an
+ * expression, or its pattern begins with `%`). Kysely binds even a literal `.limit(1)`, so this is
+ * done here, once per statement text, rather than at each call; Kysely's values are all bound, so
+ * the text holds no string literal for the pattern to meet. (`SQLITE_DBCONFIG_ENABLE_QPSG` would
+ * stop every re-prepare on bound values, but better-sqlite3 does not expose sqlite3_db_config.)
+ */
+export function stableStatementText(text: string): string {
+  return text.replace(/\b(limit|like) \?/gi, '$1 +?');
 }
 
 export const migrations: Record<string, Migration> = {
