@@ -29,7 +29,7 @@ describe('SQL as SQLite prepares it', () => {
     expect(stableStatementText('select * from t limit +?')).toBe('select * from t limit +?');
   });
 
-  it('is the text the statement cache prepares, for Kysely queries and direct reads alike', () => {
+  it('is the text the statement cache hands SQLite for what Kysely writes', () => {
     const direct = sqliteConnectionOf(db.kysely)!;
     const query = db.kysely
       .selectFrom('words' as never)

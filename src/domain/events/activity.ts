@@ -141,6 +141,9 @@ export async function listActivity(ctx: Ctx, page: ActivityPageRequest, filters:
   const range = (subject: 'subject_id' | 'related_id' | null) => {
     let query = ctx.db.selectFrom('events').select(COLUMNS).where('org_id', '=', ctx.orgId);
     if (subject !== null) query = query.where(subject, '=', filters.subject!);
+    // A literal, not a bound value: compared with the partial index events_system's `actor_type =
+    // 'system'`, a bound one would make SQLite prepare the statement again on every run (see
+    // stableStatementText in db/database.ts).
     if (filters.actor === 'system') query = query.where(sql<SqlBool>`actor_type = 'system'`);
     else if (filters.actor !== undefined) query = query.where('actor_id', '=', filters.actor);
     if ('exact' in pattern) query = query.where('type', '=', pattern.exact);
