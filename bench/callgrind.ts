@@ -6,8 +6,9 @@
  *
  * - the server runs as `npm start` runs it, plus V8's `--single-threaded --no-memory-reducer` (the
  *   garbage collector and compilers on the main thread: helper threads split the same work
- *   differently from run to run) and fixed hash and random seeds (V8 seeds its hash tables at
- *   random; a different seed is a different number of probes);
+ *   differently from run to run), fixed hash and random seeds (V8 seeds its hash tables at
+ *   random; a different seed is a different number of probes) and a young generation of fixed size
+ *   (V8 resizes it by wall-clock allocation rate, which a loaded machine lowers);
  * - nothing is counted outside a window (`--instr-atstart=no`); a window is between
  *   `callgrind_control -i on; -z` and `-d; -i off`, with a full garbage collection just before it
  *   (not counted) and one at its end (counted), so that it holds the collection of what it allocated;
@@ -220,14 +221,32 @@ export interface CountedServer {
   close(): Promise<void>;
 }
 
+/** `npm start`'s semi-space size in MB (package.json), V8's default 16 if it sets none. */
+const SEMI_SPACE_MB = (() => {
+  const packageJson = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  return Number(/--max-semi-space-size=(\d+)/.exec(packageJson.scripts.start)?.[1] ?? 16);
+})();
+
 const NODE_FLAGS = (names?: boolean) => [
   '--single-threaded',
   // No memory reducer: it collects when allocation per wall-clock second is low, which under
   // valgrind it always is (a major GC in one window and not the next, at random).
   '--no-memory-reducer',
+  // The young generation at one size: `npm start`'s largest (`--max-semi-space-size`), which a busy
+  // server's reaches. V8 sizes it by allocation per wall-clock millisecond: on a loaded machine,
+  // under valgrind, that rate looks low and it shrinks, so a window held several times the
+  // scavenges (each walking the roots: IterateObjectCache 34,536 instructions per request instead
+  // of 2,391) and events-25 came out 5 % higher than on a quiet machine (bench/README.md).
+  `--min-semi-space-size=${SEMI_SPACE_MB}`,
+  `--max-semi-space-size=${SEMI_SPACE_MB}`,
   '--hash-seed=20261126',
   '--random-seed=20261126',
   ...(names ? ['--perf-basic-prof'] : []),
+  // More V8 flags for an experiment (e.g. --trace-gc --trace-deopt, with BENCH_KEEP=1 the server's
+  // output is kept as server.log beside the dumps).
+  ...(process.env.BENCH_V8_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
 ];
 const valgrind = (dir: string) => [
   'valgrind',
@@ -336,6 +355,7 @@ function counting(
     },
     async close() {
       await stop(proc, 120);
+      if (options.keepDumps) writeFileSync(path.join(dir, 'server.log'), proc.output());
       if (perfFile) rmSync(perfFile, { force: true });
     },
   };

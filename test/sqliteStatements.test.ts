@@ -29,6 +29,23 @@ describe('SQL as SQLite prepares it', () => {
     expect(stableStatementText('select * from t limit +?')).toBe('select * from t limit +?');
   });
 
+  it('reads the SQL as SQLite does: quotes and comments kept, any spacing, GLOB, ?NNN and LIMIT a, b', () => {
+    const kept = [
+      `select 'limit ?' as a, "like ?" as b, [glob ?] as c, \`limit ?\` as d from t limit 5`,
+      `select 'it''s like ?' from t -- limit ?\nlimit 1`,
+      'select x from t /* where y like ? */ limit 2',
+      'select x from t where y like ?x', // not a parameter SQLite knows; left for SQLite to refuse
+      'select x from t where y = ? and z = ? offset ?',
+    ];
+    for (const text of kept) expect(stableStatementText(text)).toBe(text);
+    expect(stableStatementText('select x from t where y glob ?  limit\n  ?')).toBe('select x from t where y glob +?  limit\n  +?');
+    expect(stableStatementText('select x from t where y like ?2 limit ?1')).toBe('select x from t where y like +?2 limit +?1');
+    expect(stableStatementText('select x from t limit ? , ?')).toBe('select x from t limit +? , +?');
+    expect(stableStatementText("select 'a' from t where y like ? and z = 'limit ?' limit ?")).toBe(
+      "select 'a' from t where y like +? and z = 'limit ?' limit +?",
+    );
+  });
+
   it('is the text the statement cache hands SQLite for what Kysely writes', () => {
     const direct = sqliteConnectionOf(db.kysely)!;
     const query = db.kysely
@@ -55,5 +72,11 @@ describe('SQL as SQLite prepares it', () => {
     expect(words((await like('AP%')).rows)).toEqual(['apple', 'apricot']); // still case-insensitive
     expect(words((await like('%\\%\\_%')).rows)).toEqual(['50%_off']);
     expect(words((await like('%an%')).rows)).toEqual(['banana']);
+    const globbed = await sql<{ word: string }>`select word from words where word glob ${'ap*'} order by n`.execute(db.kysely);
+    expect(words(globbed.rows)).toEqual(['apple', 'apricot']); // GLOB stays case-sensitive
+    expect(words((await sql<{ word: string }>`select word from words where word glob ${'AP*'}`.execute(db.kysely)).rows)).toEqual([]);
+    // LIMIT offset, count: both rewritten, both still read.
+    const paged = await sql<{ word: string }>`select word from words order by n limit ${1}, ${2}`.execute(db.kysely);
+    expect(words(paged.rows)).toEqual(['apricot', 'banana']);
   });
 });

@@ -173,8 +173,8 @@ function withStatementCache(sqlite: SQLite.Database, limit = 500) {
 }
 
 /**
- * The SQL SQLite is given for `text`: each bare `limit ?` and `like ?` written `limit +?` and
- * `like +?`, the same values (a unary plus is a no-op in SQLite, on text as on numbers; a limit
+ * The SQL SQLite is given for `text`: each bare `limit ?`, `like ?` and `glob ?` written `limit +?`,
+ * `like +?` and `glob +?` (outside quotes and comments), the same values (a unary plus is a no-op in SQLite, on text as on numbers; a limit
  * that is not an integer is refused as before).
  *
  * Why: SQLite's planner (3.53, better-sqlite3's) reads the value bound to a bare `LIMIT ?`
@@ -188,13 +188,23 @@ function withStatementCache(sqlite: SQLite.Database, limit = 500) {
  * is prepared once and its plan does not depend on the page size (`npm run bench:scale` checks
  * every list's plan with this same text). No `LIKE` here can use an index range (each is on an
  * expression, or its pattern begins with `%`). Kysely binds even a literal `.limit(1)`, so this is
- * done here, once per statement text, rather than at each call; Kysely's values are all bound, so
- * the text holds no string literal for the pattern to meet. (`SQLITE_DBCONFIG_ENABLE_QPSG` would
+ * done here, once per statement text, rather than at each call. (`SQLITE_DBCONFIG_ENABLE_QPSG` would
  * stop every re-prepare on bound values, but better-sqlite3 does not expose sqlite3_db_config.)
  */
 export function stableStatementText(text: string): string {
-  return text.replace(/\b(limit|like) \?/gi, '$1 +?');
+  return text.replace(STATEMENT_PARTS, (part, keyword?: string, space?: string, first?: string, comma?: string, second?: string) =>
+    keyword === undefined ? part : `${keyword}${space}+${first}${comma === undefined ? '' : `${comma}+${second}`}`,
+  );
 }
+
+/**
+ * What stableStatementText reads: a quoted string or name, or a comment, kept as it is (so a
+ * `'limit ?'` inside a literal is not touched); else `limit ?` (and `limit ?, ?`, whose first value
+ * is the offset), `like ?` or `glob ?` (the planner reads a GLOB pattern as it reads a LIKE's), a
+ * parameter `?` or `?NNN`, whatever the case and the white space between them.
+ */
+const STATEMENT_PARTS =
+  /'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]|--[^\n]*|\/\*[\s\S]*?(?:\*\/|$)|\b(limit|like|glob)(\s+)(\?\d*)(?![\w$])(?:(\s*,\s*)(\?\d*)(?![\w$]))?/gi;
 
 export const migrations: Record<string, Migration> = {
   '001_core': core,
