@@ -7,8 +7,9 @@
  * - the server runs as `npm start` runs it, plus V8's `--single-threaded --no-memory-reducer` (the
  *   garbage collector and compilers on the main thread: helper threads split the same work
  *   differently from run to run), fixed hash and random seeds (V8 seeds its hash tables at
- *   random; a different seed is a different number of probes) and a young generation of fixed size
- *   (V8 resizes it by wall-clock allocation rate, which a loaded machine lowers);
+ *   random; a different seed is a different number of probes), a young generation of fixed size
+ *   (V8 resizes it by wall-clock allocation rate, which a loaded machine lowers) and no
+ *   allocation-site pretenuring (decided per process, see NODE_FLAGS);
  * - nothing is counted outside a window (`--instr-atstart=no`); a window is between
  *   `callgrind_control -i on; -z` and `-d; -i off`, with a full garbage collection just before it
  *   (not counted) and one at its end (counted), so that it holds the collection of what it allocated;
@@ -241,6 +242,14 @@ const NODE_FLAGS = (names?: boolean) => [
   // of 2,391) and events-25 came out 5 % higher than on a quiet machine (bench/README.md).
   `--min-semi-space-size=${SEMI_SPACE_MB}`,
   `--max-semi-space-size=${SEMI_SPACE_MB}`,
+  // No allocation-site pretenuring. Whether V8 decides, at some collection, to allocate a site's
+  // objects in the old generation is made per process: where it did, those objects die there and,
+  // until the next mark-compact, keep alive the young objects they point to, which every scavenge
+  // then copies and promotes (1.2 MB a scavenge against 11 KB). get-by-id counted 510,000–546,000
+  // a request in such a process and 450,000–494,000 in the next (--trace-gc-nvp's `promoted=`); with
+  // this flag, two processes followed the same collections, scavenge for scavenge. At full speed
+  // the server promotes 40 KB a scavenge, as here.
+  '--no-allocation-site-pretenuring',
   '--hash-seed=20261126',
   '--random-seed=20261126',
   ...(names ? ['--perf-basic-prof'] : []),
