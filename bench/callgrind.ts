@@ -24,7 +24,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { startServerProcess, type ServerEnv, type ServerProcess } from '../test/helpers/serverProcess.js';
+import { START_FLAGS, startServerProcess, type ServerEnv, type ServerProcess } from '../test/helpers/serverProcess.js';
 
 const run = promisify(execFile);
 const GC_DONE = 'bench-callgrind: gc done';
@@ -222,13 +222,8 @@ export interface CountedServer {
   close(): Promise<void>;
 }
 
-/** `npm start`'s semi-space size in MB (package.json), V8's default 16 if it sets none. */
-const SEMI_SPACE_MB = (() => {
-  const packageJson = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
-    scripts: { start: string };
-  };
-  return Number(/--max-semi-space-size=(\d+)/.exec(packageJson.scripts.start)?.[1] ?? 16);
-})();
+/** `npm start`'s semi-space size in MB, V8's default 16 if it sets none. */
+const SEMI_SPACE_MB = Number(START_FLAGS.find((flag) => flag.startsWith('--max-semi-space-size='))?.split('=')[1] ?? 16);
 
 const NODE_FLAGS = (names?: boolean) => [
   '--single-threaded',

@@ -173,9 +173,9 @@ function withStatementCache(sqlite: SQLite.Database, limit = 500) {
 }
 
 /**
- * The SQL SQLite is given for `text`: each bare `limit ?`, `like ?` and `glob ?` written `limit +?`,
- * `like +?` and `glob +?` (outside quotes and comments), the same values (a unary plus is a no-op in SQLite, on text as on numbers; a limit
- * that is not an integer is refused as before).
+ * The SQL SQLite is given for `text`: each bare `limit ?`, `like ?` and `glob ?` written
+ * `limit +?`, `like +?` and `glob +?` (outside quotes and comments), the same values (a unary plus
+ * is a no-op in SQLite, on text as on numbers; a limit that is not an integer is refused as before).
  *
  * Why: SQLite's planner (3.53, better-sqlite3's) reads the value bound to a bare `LIMIT ?`
  * (sqlite3ExprIsInteger, to size the result) or to the pattern of a `LIKE ?` (isLikeOrGlob, for a prefix's index range)

@@ -17,7 +17,9 @@ const CLI = path.join(ROOT, 'src/cli.ts');
 /** The built server, what `npm start` runs (`npm run build` makes it). */
 const BUILT_CLI = path.join(ROOT, 'dist/cli.js');
 /** The Node flags of `npm start` (package.json), so that the benchmarks measure the same process. */
-const START_FLAGS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+export const START_FLAGS = (
+  JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }
+).scripts.start
   .split(' ')
   .filter((word) => word.startsWith('--'));
 const run = promisify(execFile);
