@@ -52,22 +52,51 @@ export type ContactJsonRow = JsonItem;
  * response against the declared schema, so the two cannot drift apart unnoticed.
  */
 export function contactJson(db: Kysely<Database>): RawBuilder<string> {
-  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
-  const object = sql.raw(sqlite ? 'json_object' : 'json_build_object');
-  const label = sql`${object}('object', 'label', 'id', l.id, 'name', l.name, 'created_at', l.created_at, 'updated_at', l.updated_at)`;
-  const fromLabels = sql`from contact_labels cl inner join labels l on l.id = cl.label_id where cl.contact_id = contacts.id`;
-  // SQLite's json_group_array of no rows is [], PostgreSQL's json_agg null.
-  const labels = sqlite
-    ? sql`(select json_group_array(${label} order by l.created_at, l.id) ${fromLabels})`
-    : sql`coalesce((select json_agg(${label} order by l.created_at, l.id) ${fromLabels}), '[]'::json)`;
-  // Stored as JSON text; embedded as JSON, its keys in their stored order (PostgreSQL's json, unlike jsonb, keeps it).
-  const metadata = sqlite ? sql`json(contacts.metadata)` : sql`contacts.metadata::json`;
-  const contact = sql`${object}('object', 'contact', 'id', contacts.id, 'first_name', contacts.first_name, 'last_name', contacts.last_name,
+  if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return compactPostgresContactJson();
+  const label = sql`json_object('object', 'label', 'id', l.id, 'name', l.name, 'created_at', l.created_at, 'updated_at', l.updated_at)`;
+  const labels = sql`(select json_group_array(${label} order by l.created_at, l.id) ${LABELS_OF_CONTACT})`;
+  return sql<string>`json_object('object', 'contact', 'id', contacts.id, 'first_name', contacts.first_name, 'last_name', contacts.last_name,
     'email', contacts.email, 'phone', contacts.phone, 'address', contacts.address, 'notes', contacts.notes,
-    'external_id', contacts.external_id, 'metadata', ${metadata}, 'labels', ${labels},
+    'external_id', contacts.external_id, 'metadata', json(contacts.metadata), 'labels', ${labels},
     'source_type', contacts.source_type, 'created_at', contacts.created_at, 'updated_at', contacts.updated_at)`;
-  // PostgreSQL's json type comes back as text only when cast (node-postgres would parse it).
-  return sqlite ? sql<string>`${contact}` : sql<string>`(${contact})::text`;
+}
+
+const LABELS_OF_CONTACT = sql`from contact_labels cl inner join labels l on l.id = cl.label_id where cl.contact_id = contacts.id`;
+
+/**
+ * PostgreSQL's json_build_object and json_agg write `"key" : value` and `, ` between items, while
+ * SQLite's json_object (and JSON.stringify, which every other answer goes through) write no spaces:
+ * the same contact would differ byte for byte between the databases. So the text is put together
+ * here, each value quoted by to_json (strings escaped as JSON) and nulls spelt out. The metadata is
+ * stored as JSON.stringify's compact text and embedded as it is (its keys in their stored order).
+ */
+function compactPostgresContactJson(): RawBuilder<string> {
+  const fields = (pairs: [string, string][]) =>
+    sql.join(
+      pairs.map(([key, column]) => sql`${sql.lit(`,"${key}":`)} || coalesce(to_json(${sql.ref(column)})::text, 'null')`),
+      sql` || `,
+    );
+  const label = sql`'{"object":"label"' || ${fields([
+    ['id', 'l.id'],
+    ['name', 'l.name'],
+    ['created_at', 'l.created_at'],
+    ['updated_at', 'l.updated_at'],
+  ])} || '}'`;
+  const labels = sql`coalesce((select '[' || string_agg(${label}, ',' order by l.created_at, l.id) || ']' ${LABELS_OF_CONTACT}), '[]')`;
+  return sql<string>`'{"object":"contact"' || ${fields([
+    ['id', 'contacts.id'],
+    ['first_name', 'contacts.first_name'],
+    ['last_name', 'contacts.last_name'],
+    ['email', 'contacts.email'],
+    ['phone', 'contacts.phone'],
+    ['address', 'contacts.address'],
+    ['notes', 'contacts.notes'],
+    ['external_id', 'contacts.external_id'],
+  ])} || ',"metadata":' || contacts.metadata || ',"labels":' || ${labels} || ${fields([
+    ['source_type', 'contacts.source_type'],
+    ['created_at', 'contacts.created_at'],
+    ['updated_at', 'contacts.updated_at'],
+  ])} || '}'`;
 }
 
 /** The labels of `shape` contacts, oldest label first. Values: 0 org, then the contact ids. */
