@@ -13,7 +13,7 @@ export type { UploadParams } from './resources/files.js';
 export type { ContactChange, ContactSync, SyncOptions, UpsertManyOptions } from './resources/contacts.js';
 export type { RequestOptions } from './transport.js';
 export type * from './types.js';
-export type { UploadBody } from './uploadBody.js';
+export type { UploadBody, UploadStream } from './uploadBody.js';
 export { VERSION } from './version.js';
 export type { VerifyOptions, WebhookEvent, WebhookHeaders, WebhookPingEvent } from './webhooks.js';
 export type { components, operations, paths } from './generated/openapi.js';

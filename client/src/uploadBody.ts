@@ -1,10 +1,15 @@
-import type { Readable } from 'node:stream';
+/**
+ * A stream of bytes: a Node Readable, or any async iterable of chunks. Spelt structurally rather
+ * than as node:stream's Readable, so that the declarations compile in a project without
+ * @types/node (a browser or edge project); a Readable is one of these.
+ */
+export type UploadStream = AsyncIterable<Uint8Array | string>;
 
 /**
- * The bytes of an upload: a Buffer or Uint8Array, a Blob, a Node Readable (with `size`), or a
- * function returning a fresh Readable or async iterable for each attempt (with `size`).
+ * The bytes of an upload: a Buffer or Uint8Array, a Blob, a Node Readable or other async iterable
+ * (with `size`), or a function returning a fresh one for each attempt (with `size`).
  */
-export type UploadBody = Uint8Array | Blob | Readable | (() => Readable | AsyncIterable<Uint8Array | string>);
+export type UploadBody = Uint8Array | Blob | UploadStream | (() => UploadStream);
 
 export interface UploadSource {
   size: number;
@@ -25,12 +30,12 @@ export const REPLAY_LIMIT_BYTES = 4 * 1024 * 1024;
 const bytes = (chunk: unknown): Uint8Array =>
   chunk instanceof Uint8Array ? chunk : typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as ArrayBuffer);
 
-async function* fresh(make: () => Readable | AsyncIterable<Uint8Array | string>): AsyncGenerator<Uint8Array> {
+async function* fresh(make: () => UploadStream): AsyncGenerator<Uint8Array> {
   for await (const chunk of make()) yield bytes(chunk);
 }
 
 /** A one-shot stream whose first REPLAY_LIMIT_BYTES are kept, so that each attempt can start over. */
-function replayable(stream: Readable, size: number): UploadSource {
+function replayable(stream: UploadStream, size: number): UploadSource {
   const source = stream[Symbol.asyncIterator]() as AsyncIterator<unknown>;
   const kept: Uint8Array[] = [];
   let keptBytes = 0;

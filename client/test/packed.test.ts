@@ -172,6 +172,42 @@ void main();
     });
   }
 
+  // A browser or edge project has no @types/node: the declarations must not need it (they once
+  // imported node:stream for the upload body's type).
+  it('type-checks in a TypeScript project without @types/node (lib es2022 + dom, types [])', async () => {
+    const dir = await project('typescript-no-node-types', { type: 'module' });
+    writeFileSync(
+      path.join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          lib: ['es2022', 'dom', 'dom.iterable'],
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+          types: [],
+        },
+        include: ['main.ts'],
+      }),
+    );
+    writeFileSync(
+      path.join(dir, 'main.ts'),
+      `import { Orgdata, type Contact } from '@orgdata/client';
+
+export async function main(apiKey: string, file: Blob): Promise<string> {
+  const orgdata = new Orgdata({ apiKey, baseUrl: 'https://orgdata.example.com/api/v1' });
+  const made: Contact = await orgdata.contacts.create({ first_name: 'Typed', email: 'typed@example.com' });
+  await orgdata.files.upload({ name: 'a.txt', contentType: 'text/plain', body: file });
+  return made.id + typeof Orgdata.webhooks.verify;
+}
+`,
+    );
+    const compiled = await run(process.execPath, [TSC, '-p', '.'], dir).catch((e: { stdout: string }) => e);
+    expect(compiled.stdout).toBe('');
+  });
+
   it('refuses a base URL without /api/v1 when constructed, from the option or ORGDATA_BASE_URL', async () => {
     const dir = await project('wrong-base');
     writeFileSync(
