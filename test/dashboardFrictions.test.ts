@@ -142,6 +142,10 @@ describe.each(DIALECTS)('dashboard frictions on %s', (dialect) => {
         new RegExp(`<div class="empty-state">\\s*<p class="empty-title">${title.replace('.', '\\.')}</p>\\s*<p class="hint">[^<]+`),
       );
     }
+    // The Members page's hint names the form once (it said "Invite someone with Invite someone below").
+    const members = (await user.get('/settings/members')).body;
+    expect(members).toContain('<p class="hint">To invite someone, use the form below.</p>');
+    expect(members).not.toMatch(/Invite someone with Invite someone/);
     expect((await user.get('/contacts?q=nobody')).body).toContain('<p class="empty-title">No contact matches this search.</p>');
   });
 });

@@ -69,7 +69,7 @@ export function newLinkBox(link: InvitationLink, action: 'invited' | 'resent'): 
 }
 
 export function pendingInvitations(session: SessionView, invitations: InvitationView[]): Html {
-  if (invitations.length === 0) return emptyState('No pending invitations.', 'Invite someone with Invite someone below.');
+  if (invitations.length === 0) return emptyState('No pending invitations.', 'To invite someone, use the form below.');
   return html`<table class="invitations">
     <thead>
       <tr>
