@@ -11,6 +11,8 @@ export interface Config {
   databaseUrl: string | null;
   redisUrl: string | null;
   secretKey: string;
+  /** SECRET_KEY (or SECRET_KEY_FILE) was set, rather than generated into DATA_DIR/secret.key. */
+  secretKeyGiven: boolean;
   rateLimitBurst: number;
   rateLimitPerSecond: number;
   dailyQuota: number;

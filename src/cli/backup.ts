@@ -127,7 +127,7 @@ export async function backup(config: Config, dir: string): Promise<BackupManifes
     db.close();
     const database = { file: DATABASE, ...(await hashFile(copy)), migrations, tables };
     const secretFile = path.join(config.dataDir, 'secret.key');
-    const secretIncluded = !process.env.SECRET_KEY && existsSync(secretFile);
+    const secretIncluded = !config.secretKeyGiven && existsSync(secretFile);
     if (secretIncluded) await copyFile(secretFile, path.join(dir, 'secret.key'));
     const manifest: BackupManifest = {
       format: 'orgdata-backup',
@@ -185,8 +185,8 @@ export async function restore(config: Config, dir: string): Promise<BackupManife
   if (!(await isEmptyDir(config.dataDir))) {
     throw new OperatorError('target_not_empty', `DATA_DIR (${config.dataDir}) is not empty: restore into a new, empty directory`);
   }
-  if (manifest.secret_key === 'not_included' && !process.env.SECRET_KEY) {
-    throw new OperatorError('secret_key_required', 'this backup does not hold the secret key: set SECRET_KEY as the server had it');
+  if (manifest.secret_key === 'not_included' && !config.secretKeyGiven) {
+    throw new OperatorError('secret_key_required', 'this backup does not hold the secret key: set SECRET_KEY (or SECRET_KEY_FILE) as the server had it');
   }
   const trail = new RestoreTrail();
   try {

@@ -179,7 +179,52 @@ export interface LoadOptions {
   secretOptional?: boolean;
 }
 
-export function loadConfig(env: Env = process.env, options: LoadOptions = {}): Config {
+/**
+ * The settings that hold a secret. Each may instead name a file that holds it, as `NAME_FILE`
+ * (Docker and Kubernetes mount secrets as files): the file's content, less one trailing line break,
+ * is the value. Setting both is refused: which one wins would be a guess.
+ */
+export const SECRET_SETTINGS = [
+  'SECRET_KEY',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'S3_ACCESS_KEY_ID',
+  'S3_SECRET_ACCESS_KEY',
+  'SMTP_URL',
+  'METRICS_TOKEN',
+] as const;
+
+/** A secret file larger than this is not a secret setting (a wrong path, say a log). */
+const SECRET_FILE_MAX_BYTES = 64 * 1024;
+
+/** `env` with every `NAME_FILE` of SECRET_SETTINGS read into `NAME` (and `NAME_FILE` dropped). */
+export function withSecretFiles(env: Env): Env {
+  const resolved: Env = { ...env };
+  for (const name of SECRET_SETTINGS) {
+    const file = env[`${name}_FILE`];
+    delete resolved[`${name}_FILE`];
+    if (file === undefined || file === '') continue;
+    if (env[name] !== undefined && env[name] !== '') {
+      throw new ConfigError(`${name}_FILE`, `and ${name} are both set: set one of them (${name}_FILE names a file that holds ${name})`);
+    }
+    let content: Buffer;
+    try {
+      content = readFileSync(file);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new ConfigError(`${name}_FILE`, `cannot read "${file}" (${code})`);
+    }
+    if (content.length > SECRET_FILE_MAX_BYTES) throw new ConfigError(`${name}_FILE`, `"${file}" is larger than ${SECRET_FILE_MAX_BYTES} bytes`);
+    const value = content.toString('utf8').replace(/\r?\n$/, '');
+    if (value === '') throw new ConfigError(`${name}_FILE`, `"${file}" is empty`);
+    if (/[\r\n]/.test(value)) throw new ConfigError(`${name}_FILE`, `"${file}" holds more than one line`);
+    resolved[name] = value;
+  }
+  return resolved;
+}
+
+export function loadConfig(given: Env = process.env, options: LoadOptions = {}): Config {
+  const env = withSecretFiles(given);
   const port = int(env, 'PORT', 3000, 0, 65535);
   const publicUrl = url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']);
   const dataDir = path.resolve(env.DATA_DIR || './data');
@@ -217,6 +262,7 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     dataDir,
     databaseUrl,
     redisUrl: env.REDIS_URL ? url(env, 'REDIS_URL', '', ['redis:', 'rediss:']) : null,
+    secretKeyGiven: env.SECRET_KEY !== undefined && env.SECRET_KEY !== '',
     secretKey:
       options.secretOptional && !env.SECRET_KEY && !existsSync(path.join(dataDir, 'secret.key'))
         ? ''
