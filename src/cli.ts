@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { keepFilesPrivate, makeDataDirPrivate } from './cli/privateFiles.js';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config/load.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
@@ -108,6 +109,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     createSecret: command === 'serve' || command === 'migrate',
     secretOptional: command === 'restore' || command === 'import',
   });
+
+  makeDataDirPrivate(config.dataDir);
 
   switch (command) {
     case 'serve':
@@ -267,6 +270,7 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   }
 }
 
+keepFilesPrivate();
 const argv = process.argv.slice(2);
 const asJson = argv.includes('--json');
 run(argv).then(

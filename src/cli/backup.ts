@@ -1,5 +1,5 @@
 import { createReadStream, existsSync } from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import type { Config } from '../config.js';
@@ -78,6 +78,7 @@ export async function backup(config: Config, dir: string): Promise<BackupManifes
   if (!existsSync(source)) throw new OperatorError('not_found', `there is no database at ${source}: is DATA_DIR the server's?`);
   if (!(await isEmptyDir(dir))) throw new OperatorError('target_not_empty', `${dir} is not empty: back up into a new directory`);
   await mkdir(dir, { recursive: true });
+  await chmod(dir, 0o700); // an empty folder the operator made may be open to others
   const copy = path.join(dir, DATABASE);
 
   const live = new SQLite(source, { readonly: true, fileMustExist: true });
@@ -128,7 +129,10 @@ export async function backup(config: Config, dir: string): Promise<BackupManifes
     const database = { file: DATABASE, ...(await hashFile(copy)), migrations, tables };
     const secretFile = path.join(config.dataDir, 'secret.key');
     const secretIncluded = !config.secretKeyGiven && existsSync(secretFile);
-    if (secretIncluded) await copyFile(secretFile, path.join(dir, 'secret.key'));
+    if (secretIncluded) {
+      await copyFile(secretFile, path.join(dir, 'secret.key'));
+      await chmod(path.join(dir, 'secret.key'), 0o600); // copyFile keeps the source's mode
+    }
     const manifest: BackupManifest = {
       format: 'orgdata-backup',
       format_version: 1,

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { copyFile, mkdir, rm, rmdir } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -35,6 +35,8 @@ export class RestoreTrail {
   async copy(from: string, to: string): Promise<void> {
     try {
       await copyFile(from, to, constants.COPYFILE_EXCL);
+      // copyFile gives the copy its source's mode: a backup made before files were private is 0644.
+      await chmod(to, 0o600);
     } catch (error) {
       // Something is there already: not restore's to remove.
       if ((error as { code?: string }).code !== 'EEXIST') this.file(to);
