@@ -90,25 +90,29 @@ describe.each(DIALECTS)('a server on %s started with its secrets in files', (dia
     await env?.dispose();
   });
 
-  it('serves the API and /metrics with SECRET_KEY_FILE, DATABASE_URL_FILE and METRICS_TOKEN_FILE, and refuses both forms at start', { timeout: 120_000 }, async () => {
-    env = await serverEnv(dialect);
-    const token = 'metrics-token-from-a-file-0123';
-    const files: Record<string, string> = {
-      SECRET_KEY_FILE: secretFile(`server-secret-${dialect}`, `${SECRET}\n`),
-      METRICS_TOKEN_FILE: secretFile(`server-metrics-${dialect}`, `${token}\n`),
-    };
-    if (env.env.DATABASE_URL) files.DATABASE_URL_FILE = secretFile(`server-db-${dialect}`, `${env.env.DATABASE_URL}\n`);
-    const { SECRET_KEY: _key, DATABASE_URL: _url, ...rest } = env.env;
-    env.env = { ...rest, ...files };
-    const { key } = await orgWithKey(env.env);
-    server = await startServerProcess(env);
-    const listed = await fetch(`${env.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } });
-    expect(listed.status).toBe(200);
-    expect((await fetch(`${env.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
-    expect((await fetch(`${env.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(401);
+  it(
+    'serves the API and /metrics with SECRET_KEY_FILE, DATABASE_URL_FILE and METRICS_TOKEN_FILE, and refuses both forms at start',
+    { timeout: 120_000 },
+    async () => {
+      env = await serverEnv(dialect);
+      const token = 'metrics-token-from-a-file-0123';
+      const files: Record<string, string> = {
+        SECRET_KEY_FILE: secretFile(`server-secret-${dialect}`, `${SECRET}\n`),
+        METRICS_TOKEN_FILE: secretFile(`server-metrics-${dialect}`, `${token}\n`),
+      };
+      if (env.env.DATABASE_URL) files.DATABASE_URL_FILE = secretFile(`server-db-${dialect}`, `${env.env.DATABASE_URL}\n`);
+      const { SECRET_KEY: _key, DATABASE_URL: _url, ...rest } = env.env;
+      env.env = { ...rest, ...files };
+      const { key } = await orgWithKey(env.env);
+      server = await startServerProcess(env);
+      const listed = await fetch(`${env.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } });
+      expect(listed.status).toBe(200);
+      expect((await fetch(`${env.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      expect((await fetch(`${env.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(401);
 
-    const both = await runCli({ ...env.env, SECRET_KEY: SECRET }, ['serve']);
-    expect(both.code).not.toBe(0);
-    expect(both.stderr).toContain('SECRET_KEY_FILE: and SECRET_KEY are both set');
-  });
+      const both = await runCli({ ...env.env, SECRET_KEY: SECRET }, ['serve']);
+      expect(both.code).not.toBe(0);
+      expect(both.stderr).toContain('SECRET_KEY_FILE: and SECRET_KEY are both set');
+    },
+  );
 });

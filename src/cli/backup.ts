@@ -190,7 +190,10 @@ export async function restore(config: Config, dir: string): Promise<BackupManife
     throw new OperatorError('target_not_empty', `DATA_DIR (${config.dataDir}) is not empty: restore into a new, empty directory`);
   }
   if (manifest.secret_key === 'not_included' && !config.secretKeyGiven) {
-    throw new OperatorError('secret_key_required', 'this backup does not hold the secret key: set SECRET_KEY (or SECRET_KEY_FILE) as the server had it');
+    throw new OperatorError(
+      'secret_key_required',
+      'this backup does not hold the secret key: set SECRET_KEY (or SECRET_KEY_FILE) as the server had it',
+    );
   }
   const trail = new RestoreTrail();
   try {

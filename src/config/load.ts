@@ -214,7 +214,8 @@ export function withSecretFiles(env: Env): Env {
       const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
       throw new ConfigError(`${name}_FILE`, `cannot read "${file}" (${code})`);
     }
-    if (content.length > SECRET_FILE_MAX_BYTES) throw new ConfigError(`${name}_FILE`, `"${file}" is larger than ${SECRET_FILE_MAX_BYTES} bytes`);
+    if (content.length > SECRET_FILE_MAX_BYTES)
+      throw new ConfigError(`${name}_FILE`, `"${file}" is larger than ${SECRET_FILE_MAX_BYTES} bytes`);
     const value = content.toString('utf8').replace(/\r?\n$/, '');
     if (value === '') throw new ConfigError(`${name}_FILE`, `"${file}" is empty`);
     if (/[\r\n]/.test(value)) throw new ConfigError(`${name}_FILE`, `"${file}" holds more than one line`);
