@@ -113,6 +113,12 @@ if command -v kubectl >/dev/null; then
     grep -qx "kind: $kind" "$work/kubernetes.yaml" || fail "kubectl kustomize deploy/kubernetes renders no $kind"
   done
   grep -q 'orgdata migrate\|dist/cli.js", "migrate\|- migrate$' "$work/kubernetes.yaml" || fail "no migration step in deploy/kubernetes"
+  # Secrets as files, DATABASE_URL among the Secret's required items (no pod without it).
+  ! grep -q 'secretRef:' "$work/kubernetes.yaml" || fail "deploy/kubernetes hands a Secret over as environment variables (secretRef)"
+  for name in SECRET_KEY DATABASE_URL; do
+    grep -q "value: /run/secrets/orgdata/$name\$" "$work/kubernetes.yaml" || fail "deploy/kubernetes does not set ${name}_FILE"
+    grep -q -- "- key: $name\$" "$work/kubernetes.yaml" || fail "deploy/kubernetes does not require $name in its Secret"
+  done
   echo "deploy/kubernetes: renders $(grep -c '^kind:' "$work/kubernetes.yaml") objects ($(kubectl version --client 2>/dev/null | head -n 1))"
 else
   echo "SKIPPED: kubectl is not installed here (Debian has it as kubernetes-client; .ci/run installs it)"
