@@ -6,7 +6,7 @@
 #   2. deploy/compose.yaml, its variables filled in, against the Compose Specification's schema
 #      (dclint, a dev dependency).
 #   3. deploy/kubernetes rendered by `kubectl kustomize`, with the kinds it must hold.
-#   4. deploy/orgdata.service by `systemd-analyze verify`.
+#   4. deploy/orgdata.service, orgdata-backup.service and orgdata-backup.timer by `systemd-analyze verify`.
 # Needs the dev install of this checkout (npm ci), whose TypeScript compiles the copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -124,12 +124,15 @@ else
   echo "SKIPPED: kubectl is not installed here (Debian has it as kubernetes-client; .ci/run installs it)"
 fi
 
-echo "== deploy 4/4: deploy/orgdata.service (systemd-analyze verify)"
+echo "== deploy 4/4: deploy/orgdata.service and the daily backup's service and timer (systemd-analyze verify)"
 if command -v systemd-analyze >/dev/null; then
   # Other units' complaints (it loads the ones named in After=) are theirs; ours fail the check.
-  systemd-analyze verify deploy/orgdata.service 2>&1 | tee "$work/verify.log" || fail "systemd-analyze verify deploy/orgdata.service failed"
-  ! grep -q 'orgdata.service' "$work/verify.log" || fail "systemd-analyze verify has something to say about deploy/orgdata.service (above)"
-  echo "deploy/orgdata.service: verified"
+  units="deploy/orgdata.service deploy/orgdata-backup.service deploy/orgdata-backup.timer"
+  # shellcheck disable=SC2086
+  systemd-analyze verify $units 2>&1 | tee "$work/verify.log" || fail "systemd-analyze verify $units failed"
+  ! grep -q 'orgdata' "$work/verify.log" || fail "systemd-analyze verify has something to say about our units (above)"
+  grep -qx 'OnCalendar=daily' deploy/orgdata-backup.timer || fail "deploy/orgdata-backup.timer does not run daily"
+  echo "$units: verified"
 else
   echo "SKIPPED: systemd-analyze is not installed here (Debian's systemd package; .ci/run installs it)"
 fi
