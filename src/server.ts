@@ -19,6 +19,7 @@ import { deliveryWorkerFor } from './infra/webhooks/deliveryWorker.js';
 import { purgeOldDeliveries } from './domain/webhooks/outbox.js';
 import { purgeOldRequests } from './domain/requests/requestLog.js';
 import { ServiceMetrics } from './infra/metrics.js';
+import { setupToken } from './domain/orgs/setup.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -33,6 +34,11 @@ export interface RunningServer {
    * or overran, and rejects with ShutdownFailed.
    */
   close(signal?: NodeJS.Signals): Promise<void>;
+  /**
+   * With no organisation yet: the one-time link that creates the first one and its admin
+   * (PUBLIC_URL/setup/TOKEN, domain/orgs/setup.ts), also in the log; else null.
+   */
+  setupUrl: string | null;
 }
 
 /**
@@ -104,12 +110,25 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const purge = setInterval(housekeeping, 5 * 60 * 1000);
   purge.unref();
   const url = await app.listen({ port: config.port, host: config.host });
+  // The first admin without a shell: a link only while no organisation exists.
+  const token = await setupToken(db.kysely, config.secretKey).catch((error: unknown) => {
+    app.log.warn({ err: error }, 'set-up link: not made');
+    return null;
+  });
+  const setupUrl = token ? `${config.publicUrl}/setup/${token}` : null;
+  if (setupUrl) {
+    app.log.warn(
+      { setup_url: setupUrl },
+      'no organisation yet: open the set-up link to create the first one and its admin (it works once)',
+    );
+  }
   // Webhook deliveries: this instance sends its share of the outbox (see deliveryWorker.ts).
   const deliveries = deliveryWorkerFor(config, db.kysely, app.log, metrics && ((ok) => metrics.webhookAttempt(ok)));
   if (config.webhookWorker) deliveries.start();
   return {
     app,
     db,
+    setupUrl,
     url,
     async close(signal) {
       const started = Date.now();

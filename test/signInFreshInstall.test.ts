@@ -17,6 +17,7 @@ describe.each(DIALECTS)('the sign-in page of a fresh install on %s', (dialect) =
     expect(fresh.body).toContain('No organisation yet.');
     expect(fresh.body).toContain('npm run orgdata -- org create --name "Your organisation" --admin-email you@example.com');
     expect(fresh.body).toContain("asks for the admin's password");
+    expect(fresh.body).toContain('set-up link');
     // The sign-in form is there all the same.
     expect(fresh.body).toContain('action="/login"');
 

@@ -39,6 +39,12 @@ export async function serveCommand(config: Config, json: boolean): Promise<null>
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-  if (json) process.stdout.write(JSON.stringify({ url: server.url }) + '\n');
+  if (json) process.stdout.write(JSON.stringify({ url: server.url, setup_url: server.setupUrl }) + '\n');
+  else if (server.setupUrl) {
+    process.stderr.write(
+      `\nNo organisation yet. Open this link to create the first one and its admin (it works once):\n\n  ${server.setupUrl}\n\n` +
+        'Or from a terminal: orgdata org create --name NAME --admin-email EMAIL\n\n',
+    );
+  }
   return null;
 }

@@ -21,6 +21,7 @@ import { labelPages } from './pages/labels.js';
 import { memberPages } from './pages/members.js';
 import { invitationPages } from './pages/invitations.js';
 import { invitePages } from './pages/invite.js';
+import { setupPages } from './pages/setup.js';
 import { invitePasskeyPages } from './pages/invitePasskey.js';
 import { passwordResetPages } from './pages/passwordReset.js';
 import { accountPages } from './pages/account.js';
@@ -161,6 +162,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   await app.register(authPages, deps);
   // Pages for people who are not signed in: accepting an invitation, a forgotten password.
   await app.register(invitePages, deps);
+  await app.register(setupPages, deps);
   await app.register(invitePasskeyPages, deps);
   await app.register(passwordResetPages, deps);
   await app.register(passkeySignInPages, deps);

@@ -20,9 +20,12 @@ import { signInPageCsp, ssoForm } from './ssoForm.js';
  * Only whether any organisation exists shows, and only until one does.
  */
 const FRESH_INSTALL = html`<div class="fresh-install" role="note">
-  <p><strong>No organisation yet.</strong> Make the first one, with its admin, from a terminal in the server's directory:</p>
+  <p>
+    <strong>No organisation yet.</strong> Open the one-time <strong>set-up link</strong> the server printed when it started
+    (<code>PUBLIC_URL/setup/…</code>, in its output and its log): it creates the first organisation and its admin.
+  </p>
+  <p class="hint">Or make them from a terminal in the server's directory (it asks for the admin's password):</p>
   <pre><code>npm run orgdata -- org create --name "Your organisation" --admin-email you@example.com</code></pre>
-  <p class="hint">It asks for the admin's password; then sign in here with that email and password.</p>
 </div>`;
 
 async function noOrganisationYet(db: DashboardDeps['db']): Promise<boolean> {

@@ -7,7 +7,18 @@ import { page } from '../layout.js';
  * revoked or expired): 410 with what to do next. Telling the reasons apart would tell someone
  * holding a guessed or stolen link more than they need.
  */
-export function linkGone(reply: FastifyReply, kind: 'invitation' | 'reset'): FastifyReply {
+export function linkGone(reply: FastifyReply, kind: 'invitation' | 'reset' | 'setup'): FastifyReply {
+  if (kind === 'setup') {
+    const body = html`<div class="login card">
+      <h1>This set-up link no longer works</h1>
+      <p>It was used already, an organisation exists now, or the link is not this server's (or it was copied incompletely).</p>
+      <p><a href="/login">Sign in</a>, or ask the admin who set up orgdata for an invitation.</p>
+    </div>`;
+    return reply
+      .code(410)
+      .type('text/html; charset=utf-8')
+      .send(page({ title: 'Set-up link no longer valid', session: null, body }));
+  }
   const body =
     kind === 'invitation'
       ? html`<div class="login card">

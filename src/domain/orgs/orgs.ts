@@ -58,6 +58,10 @@ export async function createOrg(
   db: Kysely<Database>,
   input: { name: string; adminEmail: string; adminPassword: string },
   now = new Date(),
+  options: {
+    /** Runs first in the transaction; throwing leaves nothing written (the set-up link's one use). */
+    claim?: (trx: Kysely<Database>) => Promise<void>;
+  } = {},
 ): Promise<{ org: OrgView; user: UserView }> {
   const errors: FieldError[] = [];
   const name = input.name.trim();
@@ -70,6 +74,7 @@ export async function createOrg(
   // milliseconds, which the write lock must not wait on.
   const passwordHash = await hashPassword(input.adminPassword);
   return db.transaction().execute(async (trx) => {
+    await options.claim?.(trx);
     const org = { id: newId('org'), name, created_at: nowIso(now) };
     await trx.insertInto('orgs').values(org).execute();
     const user = await findOrCreateUser(trx, input.adminEmail, passwordHash, now);
