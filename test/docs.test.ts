@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/load.js';
+import { loadConfig, SECRET_SETTINGS } from '../src/config/load.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -84,6 +84,8 @@ describe('the README and docs/', () => {
         for (const [, name] of source.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)) names.add(name!);
         for (const [, name] of source.matchAll(/\(env, '([A-Z][A-Z0-9_]+)'/g)) names.add(name!);
       }
+      // The file form of each secret setting (`NAME_FILE`, read by withSecretFiles).
+      for (const name of SECRET_SETTINGS) names.add(`${name}_FILE`);
       return names;
     };
 
