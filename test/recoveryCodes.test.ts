@@ -92,7 +92,13 @@ for (const dialect of DIALECTS) {
       for (const [i, code] of codes.entries()) {
         await db.kysely
           .insertInto('recovery_codes')
-          .values({ id: `rc_legacy${i}`, user_id: userId, code_hash: sha256(normalised(code)), created_at: at, used_at: i === 2 ? at : null })
+          .values({
+            id: `rc_legacy${i}`,
+            user_id: userId,
+            code_hash: sha256(normalised(code)),
+            created_at: at,
+            used_at: i === 2 ? at : null,
+          })
           .execute();
       }
       await migrateToLatest(db);

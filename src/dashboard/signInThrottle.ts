@@ -10,8 +10,19 @@ export interface SignInAttempt {
   succeeded(): Promise<void>;
 }
 
+/** What an attempt is beside its account and address. */
+export interface AttemptOptions {
+  /**
+   * The id of a valid device cookie for this account (devices.ts): the browser signed in as it
+   * before, so the attempt counts per device alone and no account-wide lockout stops it.
+   */
+  device?: string | null;
+  /** Whose budget it uses: sign-in (default) or forgot-password requests (`reset`). */
+  budget?: 'sign_in' | 'reset';
+}
+
 export interface SignInThrottle {
   /** Counts an attempt to sign in as `email` from `ip`, unless a limit is already reached. */
-  begin(email: string, ip: string): Promise<SignInAttempt>;
+  begin(email: string, ip: string, options?: AttemptOptions): Promise<SignInAttempt>;
   close(): Promise<void>;
 }

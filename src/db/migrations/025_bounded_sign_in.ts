@@ -44,4 +44,3 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('auth_challenges_purpose_age').execute();
 }
-

@@ -127,12 +127,7 @@ export async function newRecoveryCodes(): Promise<NewRecoveryCodes> {
 }
 
 /** The new recovery codes in place of the old ones; returns the codes, to be shown once. */
-export async function replaceRecoveryCodes(
-  trx: Kysely<Database>,
-  userId: string,
-  now: Date,
-  fresh?: NewRecoveryCodes,
-): Promise<string[]> {
+export async function replaceRecoveryCodes(trx: Kysely<Database>, userId: string, now: Date, fresh?: NewRecoveryCodes): Promise<string[]> {
   const { codes, hashes } = fresh ?? (await newRecoveryCodes());
   await trx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
   await trx

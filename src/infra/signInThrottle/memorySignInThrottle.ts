@@ -1,4 +1,4 @@
-import type { SignInAttempt, SignInThrottle } from '../../dashboard/signInThrottle.js';
+import type { AttemptOptions, SignInAttempt, SignInThrottle } from '../../dashboard/signInThrottle.js';
 import { countersOf, waitSeconds, WINDOW_MS } from './counters.js';
 
 const MAX_KEYS = 100_000;
@@ -12,9 +12,9 @@ export class MemorySignInThrottle implements SignInThrottle {
     return (this.attempts.get(key) ?? []).filter((at) => at > now - WINDOW_MS);
   }
 
-  begin(email: string, ip: string): Promise<SignInAttempt> {
+  begin(email: string, ip: string, options: AttemptOptions = {}): Promise<SignInAttempt> {
     const now = Date.now();
-    const keys = countersOf(email, ip).map((c) => ({ key: `${c.kind}|${c.subject}`, limit: c.limit }));
+    const keys = countersOf(email, ip, options).map((c) => ({ key: `${c.kind}|${c.subject}`, limit: c.limit }));
     let waitMs = 0;
     for (const { key, limit } of keys) {
       const list = this.recent(key, now);

@@ -11,7 +11,7 @@ import {
   STARTUP_WAIT_MS,
   type RedisClient,
 } from '../redis/connection.js';
-import type { SignInAttempt, SignInThrottle } from '../../dashboard/signInThrottle.js';
+import type { AttemptOptions, SignInAttempt, SignInThrottle } from '../../dashboard/signInThrottle.js';
 import { countersOf, waitSeconds, WINDOW_MS } from './counters.js';
 
 // One atomic step over the three counters (sorted sets of attempt ids scored by time), so two
@@ -64,8 +64,8 @@ export class RedisSignInThrottle implements SignInThrottle {
     return new RedisSignInThrottle(client, options.prefix ?? 'orgdata:', health);
   }
 
-  async begin(email: string, ip: string): Promise<SignInAttempt> {
-    const counters = countersOf(email, ip);
+  async begin(email: string, ip: string, options: AttemptOptions = {}): Promise<SignInAttempt> {
+    const counters = countersOf(email, ip, options);
     // Addresses are hashed: the keys carry no e-mail address in clear.
     const keys = counters.map((c) => `${this.prefix}signin:${c.kind}:${createHash('sha256').update(c.subject).digest('base64url')}`);
     const id = randomUUID();
