@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest, migrator, type Db } from '../src/db/database.js';
 import { hashRecoveryCode, replaceRecoveryCodes, useRecoveryCode } from '../src/domain/identity/totp.js';
 import { newId, randomBase62 } from '../src/domain/ids.js';
-import { DIALECTS, freshDatabase, type Dialect } from './helpers/harness.js';
+import { DIALECTS, freshDatabase } from './helpers/harness.js';
 
 /**
  * IDENTITY.md rule 16: recovery codes are look-up secrets hashed like passwords (argon2id, a salt
