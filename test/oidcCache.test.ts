@@ -1,6 +1,9 @@
+import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SsoProvider } from '../src/domain/identity/ssoConfigs.js';
+import { setSso, type SsoProvider } from '../src/domain/identity/ssoConfigs.js';
+import { SsoRefused } from '../src/domain/identity/ssoSignIn.js';
 import { openIdClient } from '../src/infra/oidc/openIdClient.js';
+import { makeHarness, SECRET, type Harness } from './helpers/harness.js';
 import { CookieJar, authorizeAt, startProvider, type TestProvider } from './helpers/oidcProvider.js';
 
 /**
@@ -54,5 +57,63 @@ describe('the OpenID provider is asked no more than the cache needs', { timeout:
     }
     expect((idp.hits.get('/jwks') ?? 0) - jwksBefore).toBe(1);
     expect((idp.hits.get(DISCOVERY) ?? 0) - discoveryBefore).toBe(1);
+  });
+
+  it('asks a provider that does not answer once for sign-ins started together, and holds none past the deadline', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const hung = { ...provider, issuer: `http://127.0.0.1:${(silent.address() as { port: number }).port}` };
+      const oidc = openIdClient({ allowPrivate: true });
+      const started = Date.now();
+      const outcomes = await Promise.all(Array.from({ length: 10 }, () => oidc.begin(hung, CALLBACK).catch((e: unknown) => e)));
+      expect(Date.now() - started).toBeLessThan(15_000);
+      for (const outcome of outcomes) expect((outcome as SsoRefused).reason).toBe('provider_unreachable');
+      // Right after the failure, a new sign-in is told at once, without asking again.
+      const again = Date.now();
+      expect(await oidc.begin(hung, CALLBACK).catch((e: unknown) => (e as SsoRefused).reason)).toBe('provider_unreachable');
+      expect(Date.now() - again).toBeLessThan(1_000);
+      expect(sockets).toHaveLength(1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+});
+
+describe('/sso/start asks the provider for its discovery once, until the configuration is saved', { timeout: 60_000 }, () => {
+  let h: Harness;
+  let idp: TestProvider;
+  beforeAll(async () => {
+    idp = await startProvider('http://orgdata.test/sso/callback');
+    h = await makeHarness('sqlite', { env: { SSO_ALLOW_PRIVATE_ISSUERS: 'true' } });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await idp?.close();
+  });
+
+  it('30 starts from 30 addresses: one discovery; a saved configuration: one more', async () => {
+    const org = await h.newOrg();
+    const domain = `cache-${org.orgId.slice(-6).toLowerCase()}.test`;
+    const save = (at: Date) =>
+      setSso(
+        h.db.kysely,
+        SECRET,
+        { allowPrivate: true },
+        org.orgId,
+        { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, domains: domain, autoJoin: 'off', required: false },
+        { actor_type: 'system', actor_id: null, request_id: null, origin: null },
+        at,
+      );
+    await save(new Date(Date.now() - 60_000));
+    const start = (i: number) =>
+      h.app.inject({ method: 'GET', url: `/sso/start?email=someone${i}%40${domain}`, remoteAddress: `192.0.2.${i + 1}` });
+    for (let i = 0; i < 30; i++) expect((await start(i)).statusCode).toBe(303);
+    expect(idp.hits.get(DISCOVERY)).toBe(1);
+    await save(new Date());
+    for (let i = 0; i < 5; i++) expect((await start(i)).statusCode).toBe(303);
+    expect(idp.hits.get(DISCOVERY)).toBe(2);
   });
 });
