@@ -82,7 +82,7 @@ for (const dialect of DIALECTS) {
       expect(await useRecoveryCode(db.kysely, a, code, new Date())).toBe(false);
     });
 
-    it('025 wraps the unsalted SHA-256 of older codes in argon2id: they keep working once, and the database no longer holds them', async () => {
+    it('025 wraps the unsalted SHA-256 of older codes in scrypt (salted): they keep working once, and the database no longer holds them', async () => {
       db = await freshDatabase(dialect, undefined, { migrate: false });
       const { error } = await migrator(db).migrateTo('021_sign_in_factors');
       if (error) throw error;
@@ -105,7 +105,9 @@ for (const dialect of DIALECTS) {
       const rows = await storedCodes(db, userId);
       expect(rows).toHaveLength(3);
       for (const code of codes) expect(rows.some((r) => r.code_hash.includes(sha256(normalised(code))))).toBe(false);
-      for (const row of rows.filter((r) => r.used_at === null)) expect(row.code_hash).toMatch(/^sha256\$argon2id\$v=19\$/);
+      for (const row of rows.filter((r) => r.used_at === null))
+        expect(row.code_hash).toMatch(/^sha256\$scrypt\$ln=15,r=8,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/);
+      expect(rows.filter((r) => r.used_at !== null).map((r) => r.code_hash)).toEqual(['spent']);
       expect(await useRecoveryCode(db.kysely, userId, 'used1-codes', new Date())).toBe(false);
       expect(await useRecoveryCode(db.kysely, userId, 'wrong-codes', new Date())).toBe(false);
       expect(await useRecoveryCode(db.kysely, userId, 'K7MPQ-2XR9D', new Date())).toBe(true);

@@ -1,4 +1,4 @@
-import { hash } from '@node-rs/argon2';
+import { randomBytes, scrypt, type ScryptOptions } from 'node:crypto';
 import type { Kysely } from 'kysely';
 
 // Bounds on what a visitor without a session can make the server keep, and on what a stolen
@@ -6,14 +6,30 @@ import type { Kysely } from 'kysely';
 //
 // recovery_codes.code_hash: 021 stored the unsalted SHA-256 of each code (50 random bits), which
 // one pass over the code space reverses for every user at once. The codes themselves are not
-// known here, so an unused code's SHA-256 is wrapped: `sha256` + argon2id's PHC string (salt of its own) of
-// that hex digest. Each still works once, as before, and reading it back now costs an argon2id
-// per guess per code. A used code is useless: its hash is dropped (`spent`). New codes are
-// argon2id of the code itself (domain/identity/totp.ts). Each wrap takes an argon2id (~20–50 ms,
-// four at a time on libuv's thread pool): 10 codes per person with two-factor.
+// known here, so an unused code's SHA-256 is wrapped in a slow, salted hash:
+// `sha256$scrypt$ln=15,r=8,p=1$SALT$HASH` (scrypt of that hex digest, 16 random bytes of salt,
+// 32 MiB; base64 without padding). Each code still works once, as before, and reading it back now
+// costs a scrypt per guess per code. scrypt, not the argon2id that new codes get
+// (domain/identity/totp.ts): a migration uses Kysely and Node's own modules only, so that a
+// package upgraded later never changes what it did. A used code is useless: its hash is dropped
+// (`spent`). Each wrap takes one scrypt (~50–100 ms, four at a time on libuv's thread pool).
 // auth_challenges (purpose, created_at): finds the oldest pending challenges of a purpose, which
 // go first when a purpose without an account holds too many (domain/identity/challenges.ts).
 const WRAP_BATCH = 4;
+const SCRYPT: ScryptOptions = { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+
+function wrap(sha256Hex: string): Promise<string> {
+  const salt = randomBytes(16);
+  return new Promise((resolve, reject) =>
+    scrypt(sha256Hex, salt, 32, SCRYPT, (error, key) => {
+      if (error) reject(error);
+      else {
+        const b64 = (bytes: Buffer) => bytes.toString('base64').replace(/=+$/, '');
+        resolve(`sha256$scrypt$ln=15,r=8,p=1$${b64(salt)}$${b64(key)}`);
+      }
+    }),
+  );
+}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations must not depend on the evolving Database type
 export async function up(db: Kysely<any>): Promise<void> {
@@ -30,7 +46,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   const unused = legacy.filter((r) => r.used_at === null);
   for (let i = 0; i < unused.length; i += WRAP_BATCH) {
     const batch = unused.slice(i, i + WRAP_BATCH);
-    const wrapped = await Promise.all(batch.map(async (row) => 'sha256' + (await hash(row.code_hash.toLowerCase()))));
+    const wrapped = await Promise.all(batch.map((row) => wrap(row.code_hash.toLowerCase())));
     for (const [j, row] of batch.entries()) {
       await db.updateTable('recovery_codes').set({ code_hash: wrapped[j] }).where('id', '=', row.id).execute();
     }

@@ -47,7 +47,7 @@ export interface RecoveryCodesTable {
   user_id: string;
   /**
    * argon2id (PHC string, salt of its own) of the code normalised (lower case, no dashes or spaces);
-   * `sha256` + argon2id of its hex SHA-256 for codes made before 025; `spent` for a used one of those.
+   * `sha256$scrypt$…` (scrypt of its hex SHA-256) for codes made before 025; `spent` for a used one of those.
    */
   code_hash: string;
   created_at: string;

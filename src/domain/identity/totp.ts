@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { generateSecret, generateURI, verifySync } from 'otplib';
 import type { Database } from '../../db/schema.js';
@@ -92,19 +92,33 @@ const normaliseRecoveryCode = (code: string) => code.toLowerCase().replace(/[\s-
  * libuv's thread pool; these checks run only after the password (a pending sign-in that five wrong
  * codes end) or inside a session, under the sign-in throttle, so their cost stays bounded.
  *
- * Codes stored before 025 (unsalted SHA-256) were wrapped by that migration as
- * `sha256` + argon2id(hex SHA-256 of the code): still single-use, no longer readable in bulk.
+ * Codes stored before 025 (unsalted SHA-256) were wrapped by that migration in scrypt, the slow
+ * salted hash built into Node (a migration uses no other package): `sha256$scrypt$ln=15,r=8,p=1$
+ * SALT$HASH`, scrypt of the code's hex SHA-256. Still single-use, no longer readable in bulk.
  */
-const LEGACY_PREFIX = 'sha256$argon2';
+const LEGACY = /^sha256\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/]{22})\$([A-Za-z0-9+/]{43})$/;
+
+function matchesLegacy(stored: RegExpExecArray, normalised: string): Promise<boolean> {
+  const [, ln, r, p, salt, expected] = stored;
+  const digest = createHash('sha256').update(normalised).digest('hex');
+  return new Promise((resolve) =>
+    scrypt(
+      digest,
+      Buffer.from(salt!, 'base64'),
+      32,
+      { N: 2 ** Number(ln), r: Number(r), p: Number(p), maxmem: 256 * 1024 * 1024 },
+      (error, key) => resolve(!error && timingSafeEqual(key, Buffer.from(expected!, 'base64'))),
+    ),
+  );
+}
 
 export function hashRecoveryCode(code: string): Promise<string> {
   return hashPassword(normaliseRecoveryCode(code));
 }
 
 function matchesRecoveryCode(stored: string, normalised: string): Promise<boolean> {
-  if (stored.startsWith(LEGACY_PREFIX)) {
-    return verifyPassword(stored.slice('sha256'.length), createHash('sha256').update(normalised).digest('hex'));
-  }
+  const legacy = LEGACY.exec(stored);
+  if (legacy) return matchesLegacy(legacy, normalised);
   return verifyPassword(stored, normalised);
 }
 
