@@ -249,7 +249,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     secureCookies: config.publicUrl.startsWith('https:') || Boolean(deps.https),
     maxImportBytes: 5 * 1024 * 1024,
     webhooks: { allowPrivateUrls: config.webhookAllowPrivateUrls },
-    signInThrottle: deps.signInThrottle ?? new MemorySignInThrottle(),
+    signInThrottle: deps.signInThrottle ?? new MemorySignInThrottle(config.anonymousRequestsPerMinute),
     dailyQuota: config.dailyQuota,
     identity: {
       mailer,

@@ -77,6 +77,8 @@ export interface Config {
   reauthMinutes: number;
   /** Lets an SSO issuer be http:// or a private, loopback or link-local address (development and tests). */
   ssoAllowPrivateIssuers: boolean;
+  /** Requests without a session to pages that store or fetch something, per minute: per network and in total (IDENTITY.md rule 15). */
+  anonymousRequestsPerMinute: { perNetwork: number; total: number };
 }
 
 export interface S3Settings {

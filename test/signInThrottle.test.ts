@@ -84,6 +84,51 @@ for (const kind of THROTTLES) {
       expect((await throttle.begin(account(), '2001:db8:2:8::1')).waitSeconds).toBe(0);
     });
 
+    it('lets a browser that signed in before through whatever other addresses failed; an unknown browser waits (rule 17)', async () => {
+      const email = account();
+      // 20 wrong passwords from 5 addresses, 4 each (under the pair limit): the account's limit.
+      for (let n = 0; n < 5; n++) {
+        expect(
+          await waits(
+            4,
+            () => email,
+            () => `192.0.2.${n + 120}`,
+          ),
+        ).toEqual([0, 0, 0, 0]);
+      }
+      expect((await throttle.begin(email, '198.51.100.60')).waitSeconds).toBeGreaterThan(0);
+      expect((await throttle.begin(email, '192.0.2.120', { device: 'device-of-the-holder' })).waitSeconds).toBe(0);
+      expect((await throttle.begin(email, '198.51.100.60', { device: 'device-of-the-holder' })).waitSeconds).toBe(0);
+    });
+
+    it('counts a known browser by its device alone: its failures lock neither the account nor the network', async () => {
+      const email = account();
+      const device = `device-${randomBase62(8)}`;
+      expect(
+        await waits(
+          10,
+          () => email,
+          () => '198.51.100.61',
+        ).then(() => undefined),
+      ).toBeUndefined();
+      // The pair is full from unknown browsers; the device still goes on, up to its own limit.
+      const known: number[] = [];
+      for (let i = 0; i < 10; i++) known.push((await throttle.begin(email, '198.51.100.61', { device })).waitSeconds);
+      expect(known).toEqual(Array(10).fill(0));
+      expect((await throttle.begin(email, '198.51.100.61', { device })).waitSeconds).toBeGreaterThan(0);
+      expect((await throttle.begin(email, '198.51.100.61', { device: `${device}-other` })).waitSeconds).toBe(0);
+      // An unknown browser elsewhere still has the account's budget: the device's failures did not count in it.
+      const other = account();
+      for (let i = 0; i < 10; i++) await throttle.begin(other, '198.51.100.62', { device });
+      expect((await throttle.begin(other, '198.51.100.63')).waitSeconds).toBe(0);
+    });
+
+    it('counts forgot-password requests in a budget of their own: 30 leave the sign-in budget of the network intact', async () => {
+      for (let i = 0; i < 30; i++) expect((await throttle.begin(account(), '198.51.100.64', { budget: 'reset' })).waitSeconds).toBe(0);
+      expect((await throttle.begin(account(), '198.51.100.64', { budget: 'reset' })).waitSeconds).toBeGreaterThan(0);
+      expect((await throttle.begin(account(), '198.51.100.64')).waitSeconds).toBe(0);
+    });
+
     it('counts attempts made at the same moment one by one: exactly 5 of 12 go on', async () => {
       const email = account();
       const attempts = await Promise.all(Array.from({ length: 12 }, () => throttle.begin(email, '198.51.100.4')));

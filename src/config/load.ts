@@ -304,5 +304,9 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
     resetTtlMinutes: int(env, 'RESET_TTL_MINUTES', 60, 1, 24 * 60),
     reauthMinutes: int(env, 'REAUTH_MINUTES', 10, 0, 24 * 60),
     ssoAllowPrivateIssuers: bool(env, 'SSO_ALLOW_PRIVATE_ISSUERS', false),
+    anonymousRequestsPerMinute: {
+      perNetwork: int(env, 'ANONYMOUS_REQUESTS_PER_MINUTE', 120, 1, 1_000_000),
+      total: int(env, 'ANONYMOUS_REQUESTS_PER_MINUTE_TOTAL', 2400, 1, 10_000_000),
+    },
   };
 }

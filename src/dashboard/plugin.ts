@@ -43,6 +43,7 @@ import { requestLogPages } from './pages/requestLog.js';
 import { usagePages } from './pages/usage.js';
 import { overviewPages } from './pages/overview.js';
 import type { DashboardDeps } from './dashboardDeps.js';
+import { boundVisits } from './visitLimits.js';
 
 export function notFoundPage(): string {
   return page({
@@ -159,6 +160,8 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   }
   app.get('/favicon.ico', async (_request, reply) => reply.code(204).send());
 
+  // Pages without a session that store or fetch something are counted per network and in total.
+  app.addHook('onRequest', boundVisits(deps));
   await app.register(authPages, deps);
   // Pages for people who are not signed in: accepting an invitation, a forgotten password.
   await app.register(invitePages, deps);

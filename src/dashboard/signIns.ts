@@ -4,6 +4,7 @@ import { firstOrgOf, openSession } from '../domain/sessions/sessions.js';
 import { ForbiddenError } from '../domain/errors.js';
 import { originOf, startSession } from './context.js';
 import type { DashboardDeps } from './dashboardDeps.js';
+import { rememberDevice } from './devices.js';
 
 /**
  * Where every way of signing in ends (password, password + second factor, passkey, SSO, an
@@ -37,6 +38,8 @@ export async function finishSignIn(request: FastifyRequest, reply: FastifyReply,
   if (!orgId) throw new ForbiddenError('This account does not belong to any organisation yet.');
   const session = await openSession(deps.db, who.userId, orgId, now, { method: who.method, origin: originOf(request) });
   await startSession(request, reply, deps.db, session, deps.secureCookies);
+  // This browser has now signed in to the account by its own factors (not SSO: see devices.ts).
+  if (counterMethod(who.method) !== 'sso') rememberDevice(request, reply, deps.secret, deps.secureCookies, who.email);
   const orgs = await orgsOfUser(deps.db, who.userId);
   await recordMemberEvent(
     deps.db,

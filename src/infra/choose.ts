@@ -31,13 +31,14 @@ export async function openRateLimiter(config: Config, health = new DependencyHea
 }
 
 /**
- * Dashboard sign-in attempts are counted in Redis with REDIS_URL (shared by every instance; while
- * Redis is unreachable sign-in answers 503), else in memory.
+ * Dashboard sign-in attempts, and requests without a session to pages that store or fetch
+ * something, are counted in Redis with REDIS_URL (shared by every instance; while Redis is
+ * unreachable they answer 503), else in memory.
  */
 export async function openSignInThrottle(config: Config, health = new DependencyHealth()): Promise<SignInThrottle> {
-  if (!config.redisUrl) return new MemorySignInThrottle();
+  if (!config.redisUrl) return new MemorySignInThrottle(config.anonymousRequestsPerMinute);
   const { RedisSignInThrottle } = await import('./signInThrottle/redisSignInThrottle.js');
-  return RedisSignInThrottle.connect(config.redisUrl, { health });
+  return RedisSignInThrottle.connect(config.redisUrl, { health, visits: config.anonymousRequestsPerMinute });
 }
 
 /** Mail goes out over SMTP with SMTP_URL; without it nothing is mailed (null: links are shown instead). */

@@ -47,3 +47,12 @@ export function visitor(app: FastifyInstance, remoteAddress = '198.51.100.20'): 
     },
   };
 }
+
+/**
+ * Signs in through the sign-in form as a browser does: the page first (its cookies and any token
+ * of its form), then the form posted. One place for every test that needs the form's fields.
+ */
+export async function signInWithForm(person: Visitor, email: string, password: string, next = ''): Promise<LightMyRequestResponse> {
+  await person.get('/login');
+  return person.post('/login', { email, password, next });
+}

@@ -135,7 +135,9 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
       : new MemoryRateLimiter(settings);
   // Sign-in attempts are counted under the same Redis prefix as the rate limits (shared likewise).
   const signInThrottle =
-    redisPrefix !== null ? await RedisSignInThrottle.connect(TEST_REDIS_URL!, { prefix: redisPrefix }) : new MemorySignInThrottle();
+    redisPrefix !== null
+      ? await RedisSignInThrottle.connect(TEST_REDIS_URL!, { prefix: redisPrefix, visits: config.anonymousRequestsPerMinute })
+      : new MemorySignInThrottle(config.anonymousRequestsPerMinute);
   // Every response a test receives through app.inject (h.call too) is checked against openapi.json.
   const app = checkContract(await buildApp({ config, db, rateLimiter, signInThrottle, logger: false }));
   await app.ready();

@@ -14,6 +14,8 @@ export interface TestProvider {
   clientId: string;
   clientSecret: string;
   accounts: Map<string, IdpAccount>;
+  /** Requests the provider has answered, by path (`/.well-known/openid-configuration`, `/jwks`, …). */
+  hits: Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -53,12 +55,18 @@ export async function startProvider(redirectUri: string): Promise<TestProvider> 
       return { accountId: id, claims: async () => ({ sub: id, ...account }) };
     },
   });
+  const hits = new Map<string, number>();
+  server.on('request', (request: { url?: string }) => {
+    const path = new URL(request.url ?? '/', issuer).pathname;
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+  });
   server.on('request', provider.callback());
   return {
     issuer,
     clientId,
     clientSecret,
     accounts,
+    hits,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -10,6 +10,7 @@ import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { passkeySection } from './passkeyViews.js';
 import { sessionsSection } from './accountSessions.js';
+import { beginSignIn } from '../devices.js';
 
 const ACCOUNT = '/settings/account';
 
@@ -18,7 +19,8 @@ const ACCOUNT = '/settings/account';
  * current one (counted like sign-in attempts: it would otherwise be a way to guess it), ends every
  * other session of theirs, and gives this browser a new session.
  */
-export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, secureCookies, signInThrottle }) => {
+export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, secureCookies } = deps;
   async function accountPage(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -74,7 +76,7 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, { db,
     const session = request.session!;
     let attempt;
     try {
-      attempt = await signInThrottle.begin(session.email, request.ip);
+      attempt = await beginSignIn(deps, request, session.email);
     } catch (error) {
       if (!(error instanceof UnavailableError)) throw error;
       reply.header('retry-after', '5');

@@ -14,6 +14,7 @@ export { safeNext };
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { passwordRefusedBySso } from '../../domain/identity/ssoSignIn.js';
 import { signInPageCsp, ssoForm } from './ssoForm.js';
+import { beginSignIn } from '../devices.js';
 
 /**
  * A fresh install has no organisation, so nobody can sign in yet: say how to make the first one.
@@ -66,7 +67,7 @@ function loginPage(options: {
 }
 
 export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { db, signInThrottle } = deps;
+  const { db } = deps;
   const csp = signInPageCsp(deps.ssoAllowPrivateIssuers);
   app.addHook('onRequest', async (_request, reply) => {
     reply.header('content-security-policy', csp);
@@ -94,7 +95,7 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     }
     let attempt;
     try {
-      attempt = await signInThrottle.begin(email, request.ip);
+      attempt = await beginSignIn(deps, request, email);
     } catch (error) {
       // The shared attempt counters (Redis) cannot be reached: refuse rather than count nothing.
       if (!(error instanceof UnavailableError)) throw error;

@@ -12,6 +12,7 @@ import { page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { formField, linkGone } from './linkGone.js';
 import { beginPendingSignIn } from './twoFactorSignIn.js';
+import { beginSignIn } from '../devices.js';
 
 function invitePage(
   offer: InvitationOffer,
@@ -90,7 +91,7 @@ async function ssoRefusesPasswordJoin(db: DashboardDeps['db'], offer: Invitation
  * Accepting signs the person in with a new session and uses the link up.
  */
 export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { db, secret, secureCookies, signInThrottle } = deps;
+  const { db, secret, secureCookies } = deps;
   const show = async (request: FastifyRequest, reply: FastifyReply, offer: InvitationOffer, token: string, status: number, extra = {}) => {
     // An invited email in the organisation's SSO domains may join through the provider instead
     // (not an existing account: SSO never joins one, see domain/identity/ssoSignIn.ts).
@@ -124,7 +125,7 @@ export const invitePages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     let attempt = null;
     if (offer.hasAccount) {
       try {
-        attempt = await signInThrottle.begin(offer.email, request.ip);
+        attempt = await beginSignIn(deps, request, offer.email);
       } catch (error) {
         if (!(error instanceof UnavailableError)) throw error;
         reply.header('retry-after', '5');

@@ -83,11 +83,11 @@ export const passwordResetPages: FastifyPluginAsync<DashboardDeps> = async (app,
         card('Forgot your password?', askForm(token(request, reply), { errors: { email: 'Enter your email address.' } })),
       );
     }
-    // Counted like sign-in attempts (per email and network), in counters of their own: asking
-    // for links does not lock anyone out of signing in. Every request counts.
+    // Counted like sign-in attempts (per email and network), in a budget of their own: asking
+    // for links uses up no account's or network's sign-in budget. Every request counts.
     let attempt;
     try {
-      attempt = await signInThrottle.begin(`reset:${email}`, request.ip);
+      attempt = await signInThrottle.begin(email, request.ip, { budget: 'reset' });
     } catch (error) {
       if (!(error instanceof UnavailableError)) throw error;
       reply.header('retry-after', '5');

@@ -9,6 +9,7 @@ import type { DashboardDeps } from '../dashboardDeps.js';
 import { completeReauthentication, REAUTH } from '../reauth.js';
 import { signInFailed } from '../signIns.js';
 import { safeNext } from './auth.js';
+import { beginSignIn } from '../devices.js';
 
 /**
  * `/reauth?next=PATH`: the password again (and a code when the person has an authenticator app;
@@ -23,7 +24,7 @@ function nextOf(value: string): string {
 }
 
 export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { db, signInThrottle } = deps;
+  const { db } = deps;
 
   async function reauthPage(
     request: FastifyRequest,
@@ -107,7 +108,7 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     if (Object.keys(errors).length) return reauthPage(request, reply, 400, next, { errors });
     let attempt;
     try {
-      attempt = await signInThrottle.begin(session.email, request.ip);
+      attempt = await beginSignIn(deps, request, session.email);
     } catch (error) {
       if (!(error instanceof UnavailableError)) throw error;
       reply.header('retry-after', '5');

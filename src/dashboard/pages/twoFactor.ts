@@ -11,6 +11,7 @@ import { html, type Html } from '../html.js';
 import { page } from '../layout.js';
 import { causeOf } from '../signIns.js';
 import { offView, onView, qrSvg, recoveryCodesView, setupView, TWO_FACTOR, type ViewOptions } from './twoFactorViews.js';
+import { beginSignIn } from '../devices.js';
 
 /**
  * `/settings/account/two-factor`: the signed-in person's own TOTP factor (IDENTITY.md). Set up
@@ -19,7 +20,7 @@ import { offView, onView, qrSvg, recoveryCodesView, setupView, TWO_FACTOR, type 
  * sign-in throttle: a stolen session must not be a way to guess codes).
  */
 export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { db, secret, signInThrottle } = deps;
+  const { db, secret } = deps;
   const person = (request: FastifyRequest) => ({ id: request.session!.userId, email: request.session!.email });
 
   async function send(request: FastifyRequest, reply: FastifyReply, status: number, body: Html) {
@@ -54,7 +55,7 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
   async function throttled(request: FastifyRequest, reply: FastifyReply, form: ViewOptions['form']) {
     let attempt;
     try {
-      attempt = await signInThrottle.begin(request.session!.email, request.ip);
+      attempt = await beginSignIn(deps, request, request.session!.email);
     } catch (error) {
       if (!(error instanceof UnavailableError)) throw error;
       reply.header('retry-after', '5');

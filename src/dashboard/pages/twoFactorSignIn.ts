@@ -12,6 +12,7 @@ import { page } from '../layout.js';
 import { finishSignIn, signInFailed } from '../signIns.js';
 import { formField } from './linkGone.js';
 import { safeNext } from './safeNext.js';
+import { beginSignIn } from '../devices.js';
 
 /** The browser's handle on its pending sign-in (the challenge's token; the database has its hash). */
 export const PENDING_COOKIE = 'od_pending';
@@ -104,7 +105,7 @@ function codePage(
  * which ends at the fifth. The form is session-less, so CSRF is the form guard's.
  */
 export const twoFactorSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { db, secret, secureCookies, signInThrottle } = deps;
+  const { db, secret, secureCookies } = deps;
   const send = (reply: FastifyReply, status: number, body: string) => reply.code(status).type('text/html; charset=utf-8').send(body);
   const clearPending = (reply: FastifyReply) => reply.clearCookie(PENDING_COOKIE, { path: '/' });
   const backToLogin = (reply: FastifyReply, message: string) => {
@@ -138,7 +139,7 @@ export const twoFactorSignInPages: FastifyPluginAsync<DashboardDeps> = async (ap
 
     let attempt;
     try {
-      attempt = await signInThrottle.begin(pending.data.email, request.ip);
+      attempt = await beginSignIn(deps, request, pending.data.email);
     } catch (error) {
       if (!(error instanceof UnavailableError)) throw error;
       reply.header('retry-after', '5');

@@ -45,7 +45,10 @@ export interface TotpFactorsTable {
 export interface RecoveryCodesTable {
   id: string;
   user_id: string;
-  /** SHA-256 (hex) of the code, normalised (lower case, no dashes or spaces). */
+  /**
+   * argon2id (PHC string, salt of its own) of the code normalised (lower case, no dashes or spaces);
+   * `sha256$scrypt$…` (scrypt of its hex SHA-256) for codes made before 025; `spent` for a used one of those.
+   */
   code_hash: string;
   created_at: string;
   used_at: string | null;

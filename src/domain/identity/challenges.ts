@@ -31,6 +31,16 @@ export interface Challenge<T> {
 const hash = (token: string) => createHash('sha256').update(token).digest('hex');
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
+/**
+ * Challenges anybody can make without an account (a passkey sign-in's, an invitation's passkey,
+ * an SSO start: `user_id` null) are kept to this many per purpose (IDENTITY.md rule 15): a new one
+ * beyond it evicts the oldest of its purpose, rather than refusing, so a flood (already limited
+ * per network and in total, see dashboard/visitLimits.ts) never stops a new sign-in from
+ * starting, and only a ceremony older than the last 1,000 of its kind is lost (it starts again).
+ * Challenges of an account are bounded by what made them (a right password, a session).
+ */
+export const PENDING_WITHOUT_ACCOUNT_MAX = 1_000;
+
 export async function createChallenge<T extends object>(
   db: Kysely<Database>,
   purpose: ChallengePurpose,
@@ -38,6 +48,7 @@ export async function createChallenge<T extends object>(
   data: T,
   ttlMs: number,
   now: Date,
+  options: { max?: number } = {},
 ): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   await db
@@ -52,7 +63,26 @@ export async function createChallenge<T extends object>(
       expires_at: nowIso(new Date(now.getTime() + ttlMs)),
     })
     .execute();
+  if (userId === null) await evictBeyond(db, purpose, options.max ?? PENDING_WITHOUT_ACCOUNT_MAX);
   return token;
+}
+
+/** Deletes the challenges without an account of `purpose` beyond the newest `max` (index: purpose, created_at). */
+async function evictBeyond(db: Kysely<Database>, purpose: ChallengePurpose, max: number): Promise<void> {
+  await db
+    .deleteFrom('auth_challenges')
+    .where('id_hash', 'in', (eb) =>
+      eb
+        .selectFrom('auth_challenges')
+        .select('id_hash')
+        .where('purpose', '=', purpose)
+        .where('user_id', 'is', null)
+        .orderBy('created_at', 'desc')
+        .orderBy('id_hash', 'desc')
+        .limit(1_000_000_000)
+        .offset(max),
+    )
+    .execute();
 }
 
 /** The challenge a token names, when it is of this purpose and not expired; it stays (see takeChallenge). */

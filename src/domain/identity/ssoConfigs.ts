@@ -193,6 +193,8 @@ export interface SsoProvider {
   clientSecret: string;
   autoJoin: AutoJoin;
   domains: string[];
+  /** When the configuration was last saved: a save makes the provider's discovery be fetched again (infra/oidc). */
+  updatedAt?: string;
 }
 
 /** The provider an organisation signs in with, its client secret opened; null without SSO. */
@@ -207,6 +209,7 @@ export async function ssoProviderOf(db: Kysely<Database>, secretKey: string, org
     clientSecret: openSecret(secretKey, SECRET_PURPOSE, row.client_secret_sealed),
     autoJoin: row.auto_join === 'member' ? 'member' : 'off',
     domains: domains.map((d) => d.domain),
+    updatedAt: row.updated_at,
   };
 }
 

@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { generateSecret, generateURI, verifySync } from 'otplib';
 import type { Database } from '../../db/schema.js';
 import { newId, nowIso } from '../ids.js';
 import { openSecret, sealSecret } from './secretBox.js';
+import { hashPassword, verifyPassword } from '../orgs/passwords.js';
 
 /**
  * TOTP (RFC 6238: SHA-1, 6 digits, 30-second steps, one step either side) and recovery codes:
@@ -81,23 +82,75 @@ export async function acceptTotpCode(
 }
 
 const normaliseRecoveryCode = (code: string) => code.toLowerCase().replace(/[\s-]+/g, '');
-const hashRecoveryCode = (code: string) => createHash('sha256').update(normaliseRecoveryCode(code)).digest('hex');
 
-/** Ten new recovery codes (`xxxxx-xxxxx`, 50 random bits each) in place of the old ones; shown once. */
-export async function replaceRecoveryCodes(trx: Kysely<Database>, userId: string, now: Date): Promise<string[]> {
+/**
+ * Recovery codes are look-up secrets hashed like passwords (IDENTITY.md rule 16): argon2id with a
+ * random salt of each code's own (in the PHC string), so a stolen database gives no code away by
+ * one pass over the code space (50 bits each: every guess costs an argon2id, per code). No
+ * look-up prefix is stored (it would tell part of the code, or need codes of >= 112 bits to stay
+ * safe): a code given is checked against that user's unused codes only, at most 10, each check on
+ * libuv's thread pool; these checks run only after the password (a pending sign-in that five wrong
+ * codes end) or inside a session, under the sign-in throttle, so their cost stays bounded.
+ *
+ * Codes stored before 025 (unsalted SHA-256) were wrapped by that migration in scrypt, the slow
+ * salted hash built into Node (a migration uses no other package): `sha256$scrypt$ln=15,r=8,p=1$
+ * SALT$HASH`, scrypt of the code's hex SHA-256. Still single-use, no longer readable in bulk.
+ */
+const LEGACY = /^sha256\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/]{22})\$([A-Za-z0-9+/]{43})$/;
+
+function matchesLegacy(stored: RegExpExecArray, normalised: string): Promise<boolean> {
+  const [, ln, r, p, salt, expected] = stored;
+  const digest = createHash('sha256').update(normalised).digest('hex');
+  return new Promise((resolve) =>
+    scrypt(
+      digest,
+      Buffer.from(salt!, 'base64'),
+      32,
+      { N: 2 ** Number(ln), r: Number(r), p: Number(p), maxmem: 256 * 1024 * 1024 },
+      (error, key) => resolve(!error && timingSafeEqual(key, Buffer.from(expected!, 'base64'))),
+    ),
+  );
+}
+
+export function hashRecoveryCode(code: string): Promise<string> {
+  return hashPassword(normaliseRecoveryCode(code));
+}
+
+function matchesRecoveryCode(stored: string, normalised: string): Promise<boolean> {
+  const legacy = LEGACY.exec(stored);
+  if (legacy) return matchesLegacy(legacy, normalised);
+  return verifyPassword(stored, normalised);
+}
+
+export interface NewRecoveryCodes {
+  codes: string[];
+  hashes: string[];
+}
+
+/**
+ * Ten new recovery codes (`xxxxx-xxxxx`, 50 random bits each) and their hashes: made before the
+ * transaction that stores them (replaceRecoveryCodes), so no argon2id holds a write lock.
+ */
+export async function newRecoveryCodes(): Promise<NewRecoveryCodes> {
   const alphabet = 'abcdefghjkmnpqrstuvwxyz23456789';
   const codes = Array.from({ length: RECOVERY_CODE_COUNT }, () => {
     const chars = Array.from(randomBytes(10), (byte) => alphabet[byte % alphabet.length]).join('');
     return `${chars.slice(0, 5)}-${chars.slice(5)}`;
   });
+  return { codes, hashes: await Promise.all(codes.map(hashRecoveryCode)) };
+}
+
+/** The new recovery codes in place of the old ones; returns the codes, to be shown once. */
+export async function replaceRecoveryCodes(trx: Kysely<Database>, userId: string, now: Date, fresh?: NewRecoveryCodes): Promise<string[]> {
+  const { codes, hashes } = fresh ?? (await newRecoveryCodes());
   await trx.deleteFrom('recovery_codes').where('user_id', '=', userId).execute();
   await trx
     .insertInto('recovery_codes')
     .values(
-      codes.map((code) => ({
+      codes.map((_code, i) => ({
         id: newId('rc'),
         user_id: userId,
-        code_hash: hashRecoveryCode(code),
+        code_hash: hashes[i]!,
         created_at: nowIso(now),
         used_at: null,
       })),
@@ -106,15 +159,24 @@ export async function replaceRecoveryCodes(trx: Kysely<Database>, userId: string
   return codes;
 }
 
-/** Uses one of the user's recovery codes (once). */
+/** Uses one of the user's recovery codes (once: two requests racing with one code, one wins). */
 export async function useRecoveryCode(db: Kysely<Database>, userId: string, code: string, now: Date): Promise<boolean> {
   const normalised = normaliseRecoveryCode(code);
   if (!/^[a-z0-9]{10}$/.test(normalised)) return false;
+  const unused = await db
+    .selectFrom('recovery_codes')
+    .select(['id', 'code_hash'])
+    .where('user_id', '=', userId)
+    .where('used_at', 'is', null)
+    .limit(RECOVERY_CODE_COUNT)
+    .execute();
+  const matches = await Promise.all(unused.map((row) => matchesRecoveryCode(row.code_hash, normalised)));
+  const found = unused.find((_row, i) => matches[i]);
+  if (!found) return false;
   const used = await db
     .updateTable('recovery_codes')
     .set({ used_at: nowIso(now) })
-    .where('user_id', '=', userId)
-    .where('code_hash', '=', hashRecoveryCode(normalised))
+    .where('id', '=', found.id)
     .where('used_at', 'is', null)
     .executeTakeFirst();
   return Number(used.numUpdatedRows) === 1;

@@ -7,6 +7,7 @@ import {
   acceptSecondFactorCode,
   acceptTotpCode,
   newTotpSecret,
+  newRecoveryCodes,
   replaceRecoveryCodes,
   sealTotpSecret,
   TOTP_PURPOSE,
@@ -81,6 +82,7 @@ export async function confirmTotpSetup(
 ): Promise<string[] | null> {
   // Accepting the code also records its step: the same code cannot then sign in (replay).
   if (!(await acceptTotpCode(db, secretKey, person.id, code, now, { confirmed: false }))) return null;
+  const fresh = await newRecoveryCodes();
   return db.transaction().execute(async (trx) => {
     const confirmed = await trx
       .updateTable('totp_factors')
@@ -89,7 +91,7 @@ export async function confirmTotpSetup(
       .where('confirmed_at', 'is', null)
       .executeTakeFirst();
     if (Number(confirmed.numUpdatedRows) !== 1) return null;
-    const codes = await replaceRecoveryCodes(trx, person.id, now);
+    const codes = await replaceRecoveryCodes(trx, person.id, now, fresh);
     await recordMemberEvent(trx, await orgsOfUser(trx, person.id), 'member.two_factor_enabled', member(person), cause, now, {
       method: 'totp',
     });
@@ -130,8 +132,9 @@ export async function renewRecoveryCodes(
 ): Promise<string[] | null> {
   const used = await acceptSecondFactorCode(db, secretKey, person.id, code, now);
   if (!used) return null;
+  const fresh = await newRecoveryCodes();
   return db.transaction().execute(async (trx) => {
-    const codes = await replaceRecoveryCodes(trx, person.id, now);
+    const codes = await replaceRecoveryCodes(trx, person.id, now, fresh);
     await recordMemberEvent(trx, await orgsOfUser(trx, person.id), 'member.recovery_codes_replaced', member(person), cause, now, {
       code: used,
     });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as client from 'openid-client';
 import type { IssuerPolicy, SsoProvider } from '../../domain/identity/ssoConfigs.js';
 import { SsoRefused, type OpenIdClient, type SsoAuthorization, type SsoClaims } from '../../domain/identity/ssoSignIn.js';
@@ -13,8 +14,13 @@ import { guardedFetch, OIDC_TIMEOUT_MS } from './guardedFetch.js';
  */
 export function openIdClient(policy: IssuerPolicy): OpenIdClient {
   const fetch = guardedFetch(policy);
+  const cache = new ConfigurationCache();
 
-  async function configure(provider: SsoProvider): Promise<client.Configuration> {
+  function configure(provider: SsoProvider): Promise<client.Configuration> {
+    return cache.get(cacheKey(provider), () => discover(provider));
+  }
+
+  async function discover(provider: SsoProvider): Promise<client.Configuration> {
     try {
       const config = await client.discovery(
         new URL(provider.issuer),
@@ -84,6 +90,50 @@ export function openIdClient(policy: IssuerPolicy): OpenIdClient {
       return { issuer: idToken.iss, subject: idToken.sub, email, emailVerified: verified === true };
     },
   };
+}
+
+/**
+ * What a provider's Configuration is cached under: the issuer, the client (its id and a digest of
+ * its secret) and when the organisation's SSO configuration was saved, so a saved change (on any
+ * instance: the time is in the database) is discovered afresh.
+ */
+function cacheKey(provider: SsoProvider): string {
+  const secret = createHash('sha256').update(provider.clientSecret).digest('base64url');
+  return JSON.stringify([provider.issuer, provider.clientId, secret, provider.updatedAt ?? null]);
+}
+
+/** How long a discovered Configuration serves before the issuer is asked again. */
+export const DISCOVERY_TTL_MS = 60 * 60_000;
+/** A failed discovery is remembered this long: a provider that is down is not asked by every request. */
+export const FAILED_DISCOVERY_TTL_MS = 5_000;
+const MAX_PROVIDERS = 1_000;
+
+/**
+ * Discovery and JWKS cached per provider (IDENTITY.md rule 15): one discovery request per issuer
+ * and client per hour, however many sign-ins start, and requests that arrive while it is under
+ * way wait for that one (bounded by its deadline). The JWKS lives in the Configuration:
+ * openid-client (oauth4webapi) keeps it for 5 minutes and fetches it again for a `kid` it does
+ * not know, at most once a minute. A failed discovery is kept 5 seconds, then tried again.
+ */
+class ConfigurationCache {
+  private readonly entries = new Map<string, { value: Promise<client.Configuration>; until: number }>();
+
+  get(key: string, discover: () => Promise<client.Configuration>): Promise<client.Configuration> {
+    const now = Date.now();
+    const found = this.entries.get(key);
+    if (found && found.until > now) return found.value;
+    this.entries.delete(key);
+    const entry = { value: discover(), until: now + DISCOVERY_TTL_MS };
+    entry.value.catch(() => {
+      entry.until = Math.min(entry.until, Date.now() + FAILED_DISCOVERY_TTL_MS);
+    });
+    this.entries.set(key, entry);
+    for (const old of this.entries.keys()) {
+      if (this.entries.size <= MAX_PROVIDERS) break;
+      this.entries.delete(old);
+    }
+    return entry.value;
+  }
 }
 
 /** The issuer guard's refusal, however deep openid-client wrapped it (errors from customFetch become causes). */
