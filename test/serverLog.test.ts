@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { fetchSignIn } from './helpers/signInForm.js';
 
 // Issue item 6: the server's own log (stdout, JSON lines at LOG_LEVEL=info) names each request's
 // route, path and query parameter NAMES, never the values people search for or look up, nor a
@@ -51,19 +52,9 @@ describe('the server log at LOG_LEVEL=info', { timeout: 180_000 }, () => {
     const token = new URL(uploadUrl).pathname.split('/').pop()!;
 
     // The dashboard: a failed sign-in (the email is in the body), then its search box.
-    const failed = await fetch(`${env.url}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email: EMAIL, password: 'not the password' }).toString(),
-    });
+    const failed = await fetchSignIn(env.url, { email: EMAIL, password: 'not the password' });
     expect(failed.status).toBeLessThan(500);
-    const login = await fetch(`${env.url}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email: org.email, password: org.password }).toString(),
-    });
+    const login = await fetchSignIn(env.url, { email: org.email, password: org.password });
     expect(login.status).toBe(303);
     const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
     expect((await fetch(`${env.url}/contacts?q=${TERM}`, { headers: { cookie } })).status).toBe(200);
