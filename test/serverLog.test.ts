@@ -83,4 +83,51 @@ describe('the server log at LOG_LEVEL=info', { timeout: 180_000 }, () => {
     expect(requests.filter((req) => req.method === 'POST' && req.path === '/login')).toHaveLength(2);
     expect(requests.every((req) => !('url' in req))).toBe(true);
   });
+
+  // IDENTITY.md rule 18: no secret link reaches the log, whatever the path around its token.
+  it('never logs the token of a link, whatever surrounds it: a trailing slash, a suffix, case, slashes, encoding', async () => {
+    const token = 'LinkTokenThatMustNotBeLogged0123456789abcXYZ';
+    const encoded = [...token.slice(0, 6)].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('') + token.slice(6);
+    const paths = [
+      `/reset-password/${token}/`,
+      `/reset-password/${token}/x`,
+      `/reset-password/${token}?next=/`,
+      `/Reset-Password/${token}`,
+      `/RESET-PASSWORD/${token}/`,
+      `//reset-password/${token}`,
+      `/reset-password//${token}`,
+      `/reset%2Dpassword/${token}`,
+      `/reset-password/${encoded}/`,
+      `/invite/${token}/`,
+      `/invite/${token}/x`,
+      `/Invite/${token}`,
+      `/invite/${token}/passkey/options/`,
+      `/setup/${token}`,
+      `/uploads/${token}/`,
+      `/downloads/${token}/x`,
+      `/x/invite/${token}`,
+      `/reset-password?${token}`,
+      `/invite?${token}=1`,
+      `/reset-password/${token}%E0`,
+    ];
+    for (const path of paths) {
+      const res = await fetch(`${env.url}${path}`, { headers: { accept: 'text/html' } });
+      expect(res.status, path).toBeLessThan(500);
+      const posted = await fetch(`${env.url}${path}`, { method: 'POST', body: '' });
+      expect(posted.status, path).toBeLessThan(500);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const log = server.output();
+    for (const secret of [token, token.slice(6), encoded]) {
+      expect(log.includes(secret), `the log holds ${secret}`).toBe(false);
+    }
+    const requests = log
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { msg: string; req?: { path?: string } })
+      .filter((line) => line.msg === 'incoming request');
+    expect(requests.map((line) => line.req!.path)).toEqual(
+      expect.arrayContaining(['/reset-password/:redacted/', '/reset-password/:redacted/:redacted', '/invite/:redacted/:redacted']),
+    );
+  });
 });
