@@ -46,6 +46,7 @@ import SQLite from 'better-sqlite3';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv } from '../test/helpers/serverProcess.js';
 import { counted, median, sleep, startCounted, stop, type Window } from './callgrind.js';
 import { seedContacts } from './seed.js';
+import { fetchSignIn } from '../test/helpers/signInForm.js';
 
 const BUDGET_FILE = process.env.BENCH_BUDGET_FILE ?? path.join(import.meta.dirname, 'budget.json');
 const TMP = path.join(import.meta.dirname, '.tmp', 'budget');
@@ -229,12 +230,7 @@ async function seed(): Promise<Seeded & { env: ServerEnv }> {
   const server = await startServerProcess(env, { built: true });
   try {
     const ids = await seedContacts(env.url, key, SEED);
-    const login = await fetch(`${env.url}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email, password, next: '/' }).toString(),
-    });
+    const login = await fetchSignIn(env.url, { email, password, next: '/' });
     const session = login.headers.getSetCookie().find((cookie) => cookie.startsWith('od_session='));
     if (login.status !== 303 || !session) throw new Error(`sign-in failed: ${login.status}`);
     return { env, dataDir: env.env.DATA_DIR!, key, ids, cookie: session.split(';')[0]! };

@@ -17,6 +17,7 @@ import { SECRET } from '../test/helpers/harness.js';
 import { orgWithKey, serverEnv, startServerProcess } from '../test/helpers/serverProcess.js';
 import { explainLists } from './scale/plans.js';
 import { postgresWriter, seed, sqliteWriter, type BulkWriter } from './scale/seed.js';
+import { fetchSignIn, sessionCookieFrom } from '../test/helpers/signInForm.js';
 
 const CONTACTS = Number(process.env.BENCH_SCALE_CONTACTS ?? 1_000_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -140,13 +141,8 @@ async function runSetup(dialect: 'sqlite' | 'postgres'): Promise<void> {
       );
 
       // The dashboard's CSV export of every contact, streamed: its time and the server's memory.
-      const login = await fetch(`${env.url}/login`, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ email: admin.email, password: admin.password }).toString(),
-      });
-      const cookie = String(login.headers.get('set-cookie')).split(';')[0]!;
+      const login = await fetchSignIn(env.url, { email: admin.email, password: admin.password });
+      const cookie = sessionCookieFrom(login)!;
       started = performance.now();
       const csv = await fetch(`${env.url}/contacts/export.csv`, { headers: { cookie } });
       if (csv.status !== 200) throw new Error(`the export answered ${csv.status}`);

@@ -82,6 +82,9 @@ function hasBody(headers: Record<string, string | string[] | undefined>): boolea
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** proxy-addr's trust function for `hops` proxies: the socket's peer is hop 0, the next one in X-Forwarded-For hop 1. */
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
@@ -100,7 +103,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     serializerOpts: { ajv: { formats: { 'idn-email': isEmail } } },
     requestIdHeader: false,
     bodyLimit: config.maxJsonBytes,
-    trustProxy: config.trustProxy,
+    // A hop count trusts that many proxies in front, whatever their addresses (Fastify's own number
+    // trusts none): the client is the address the outermost of them saw (IDENTITY.md rule 20).
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // Link tokens (uploads, downloads) are path segments of up to 1 KiB; longer ids are not found.
     routerOptions: { maxParamLength: 1024 },
     // HEAD is answered like GET without the body on pages, /docs and the health checks (uptime

@@ -20,7 +20,8 @@ export interface Config {
   maxFileBytes: number;
   uploadUrlTtlSeconds: number;
   downloadUrlTtlSeconds: number;
-  trustProxy: boolean | string;
+  /** A hop count or the proxies' addresses/CIDRs (comma-separated); never `true` (IDENTITY.md rule 20). */
+  trustProxy: false | number | string;
   tlsCertFile: string | null;
   tlsKeyFile: string | null;
   logLevel: string;

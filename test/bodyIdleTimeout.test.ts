@@ -2,6 +2,7 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { fetchSignIn } from './helpers/signInForm.js';
 
 /**
  * A request body that stops arriving is cut after BODY_IDLE_TIMEOUT_SECONDS (here 2) with 408
@@ -157,12 +158,7 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
   });
 
   it('answers the dashboard’s stalled CSV import with a 408 page', async () => {
-    const signIn = await fetch(`${env.url}/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email: adminEmail, password }).toString(),
-      redirect: 'manual',
-    });
+    const signIn = await fetchSignIn(env.url, { email: adminEmail, password });
     expect(signIn.status).toBe(303);
     const cookie = signIn.headers
       .getSetCookie()

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { formBody, signedIn } from './helpers/browserSession.js';
+import { postSignIn } from './helpers/signInForm.js';
 
 describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) => {
   let h: Harness;
@@ -12,13 +13,7 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
   afterAll(() => h.close());
 
   const login = (email: string, password: string, remoteAddress = '198.51.100.7') =>
-    h.app.inject({
-      method: 'POST',
-      url: '/login',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: formBody({ email, password }),
-      remoteAddress,
-    });
+    postSignIn(h.app, { email, password }, { remoteAddress });
 
   it('redirects to sign-in, signs in with a secure session cookie, and signs out', async () => {
     const anonymous = await h.app.inject({ method: 'GET', url: '/contacts' });
@@ -134,13 +129,11 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
   });
 
   it('does not redirect off-site after sign-in', async () => {
-    const res = await h.app.inject({
-      method: 'POST',
-      url: '/login',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: formBody({ email: org.adminEmail, password: 'correct horse battery', next: '//evil.example/x' }),
-      remoteAddress: '198.51.100.99',
-    });
+    const res = await postSignIn(
+      h.app,
+      { email: org.adminEmail, password: 'correct horse battery', next: '//evil.example/x' },
+      { remoteAddress: '198.51.100.99' },
+    );
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe('/');
   });
@@ -246,17 +239,11 @@ describe.each(DIALECTS)('dashboard sign-in, sessions and CSRF on %s', (dialect) 
       ['/\n/x', '/'],
       ['/groups?x=é', '/groups?x=%C3%A9'],
     ]) {
-      const res = await h.app.inject({
-        method: 'POST',
-        url: '/login',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: formBody({
-          email: org.adminEmail,
-          password: 'correct horse battery',
-          next: next!,
-        }),
-        remoteAddress: '198.51.100.121',
-      });
+      const res = await postSignIn(
+        h.app,
+        { email: org.adminEmail, password: 'correct horse battery', next: next! },
+        { remoteAddress: '198.51.100.121' },
+      );
       expect(res.statusCode, next).toBe(303);
       expect(res.headers.location, next).toBe(expected);
     }

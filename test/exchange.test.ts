@@ -11,6 +11,7 @@ import { cliResult, errorCode, everyFile, exportedRows, listAll, sha256 } from '
 import { S3rverProcess } from './helpers/s3rverProcess.js';
 import { freePort, orgWithKey, serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
 import { startReceiver, type Receiver } from './helpers/webhookReceiver.js';
+import { fetchSignIn } from './helpers/signInForm.js';
 
 // Issue 19, items 2 and 3: `orgdata export` / `orgdata import` (the move SQLite + local files →
 // PostgreSQL + S3, and back) and `orgdata org export`, with real server processes.
@@ -92,12 +93,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     // A pending file (reserved, never uploaded): a row without bytes.
     await post('/files', { name: 'later.txt', content_type: 'text/plain', size: 3 });
     // A dashboard session.
-    const login = await fetch(`${source.url}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email: org.email, password: org.password }).toString(),
-    });
+    const login = await fetchSignIn(source.url, { email: org.email, password: org.password });
     expect(login.status).toBe(303);
     sessionCookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
     // A cursor taken before the move, and the page it leads to.

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailCatcher, type MailCatcher } from './helpers/mailCatcher.js';
 import { DIALECTS } from './helpers/harness.js';
 import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { fetchSignIn } from './helpers/signInForm.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -100,12 +101,7 @@ describe.each(DIALECTS)('identity CLI on %s', { timeout: 120_000 }, (dialect) =>
     expect(form.status).toBe(200);
     expect((await submit(out.reset_url, form, { password: 'the operator chose this' })).status).toBe(200);
     expect((await fetch(out.reset_url)).status).toBe(410);
-    const signIn = await fetch(`${env.url}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email: 'op@example.com', password: 'the operator chose this' }).toString(),
-    });
+    const signIn = await fetchSignIn(env.url, { email: 'op@example.com', password: 'the operator chose this' });
     expect(signIn.status).toBe(303);
     // Not a member of that organisation: a clear error, no link.
     await expect(cli(env.env, ['users', 'reset-link', '--org', orgId, '--email', 'stranger@example.com'])).rejects.toMatchObject({

@@ -5,6 +5,7 @@ import { csrfIn } from './helpers/anonymousForms.js';
 import { formBody, signedIn, type DashboardUser } from './helpers/browserSession.js';
 import { addMember, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { SoftAuthenticator } from './helpers/softAuthenticator.js';
+import { postSignIn } from './helpers/signInForm.js';
 
 const ORIGIN = 'http://orgdata.test'; // PUBLIC_URL in the harness: RP ID orgdata.test
 const shownLink = (body: string) =>
@@ -195,12 +196,7 @@ describe.each(DIALECTS)('joining with a passkey on %s', (dialect) => {
     const passkeys = await h.db.kysely.selectFrom('passkeys').select(['name', 'credential_id']).where('user_id', '=', user.id).execute();
     expect(passkeys).toEqual([{ name: 'Passkey', credential_id: key.credentials[0]!.id }]);
     // No password signs in to it: the password form of the sign-in page is refused.
-    const login = await h.app.inject({
-      method: 'POST',
-      url: '/login',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: formBody({ email, password: '' }),
-    });
+    const login = await postSignIn(h.app, { email, password: '' });
     expect(login.statusCode).toBe(400);
     expect(user.password_hash).toMatch(/^\$argon2id\$/);
 

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formBody, signedIn, type DashboardUser } from './helpers/browserSession.js';
+import { signedIn, type DashboardUser } from './helpers/browserSession.js';
 import { seedContacts } from './helpers/contactSeed.js';
 import { addMember, ALL_SCOPES, DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
 import { endpointFor } from './helpers/webhooks.js';
+import { postSignIn } from './helpers/signInForm.js';
 
 /** The overview at `/` (issue 32, item 3), through HTTP on both databases. */
 describe.each(DIALECTS)('overview on %s', (dialect) => {
@@ -39,12 +40,7 @@ describe.each(DIALECTS)('overview on %s', (dialect) => {
   it('signs in to the overview (a next is still honoured) and sends people who are not signed in to sign in', async () => {
     const org = await h.newOrg();
     const login = (fields: Record<string, string>) =>
-      h.app.inject({
-        method: 'POST',
-        url: '/login',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: formBody({ email: org.adminEmail, password: 'correct horse battery', ...fields }),
-      });
+      postSignIn(h.app, { email: org.adminEmail, password: 'correct horse battery', ...fields });
     expect((await login({})).headers.location).toBe('/');
     expect((await login({ next: '/groups?x=1' })).headers.location).toBe('/groups?x=1');
     expect((await login({ next: '//evil.example/' })).headers.location).toBe('/');

@@ -3,6 +3,7 @@ import { signedIn, type DashboardUser } from './helpers/browserSession.js';
 import { visitor } from './helpers/anonymousForms.js';
 import { startMailCatcher, type MailCatcher } from './helpers/mailCatcher.js';
 import { addMember, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { postSignIn } from './helpers/signInForm.js';
 
 const PASSWORD = 'correct horse battery';
 const NEW_PASSWORD = 'a brand new passphrase';
@@ -117,13 +118,7 @@ describe.each(DIALECTS)('passwords on %s', (dialect) => {
       return ask('ghost@example.com', '203.0.113.91');
     })();
     expect(unknownLimited.statusCode).toBe(429);
-    const signIn = await h.app.inject({
-      method: 'POST',
-      url: '/login',
-      remoteAddress: '203.0.113.90',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ email: user.email, password: PASSWORD }).toString(),
-    });
+    const signIn = await postSignIn(h.app, { email: user.email, password: PASSWORD }, { remoteAddress: '203.0.113.90' });
     expect(signIn.statusCode).toBe(303);
   });
 

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
 import { TcpProxy } from './helpers/tcpProxy.js';
+import { fetchSignIn } from './helpers/signInForm.js';
 
 /**
  * PostgreSQL lost mid-traffic never hangs a request and never half-writes one: a real server
@@ -123,13 +124,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('postgres: with the database unr
       expect(JSON.parse(ready.body)).toMatchObject({ status: 'database unreachable' });
       expect((await timed(`${env.url}/healthz`)).status).toBe(200);
       // The dashboard's sign-in too: a 503 page with Retry-After, not a 500.
-      const signIn = await fetch(`${env.url}/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ email: org.email, password: org.password }).toString(),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(30_000),
-      });
+      const signIn = await fetchSignIn(env.url, { email: org.email, password: org.password }, { signal: AbortSignal.timeout(30_000) });
       expect(signIn.status).toBe(503);
       expect(signIn.headers.get('retry-after')).toBe('2');
       expect(await signIn.text()).toContain('Temporarily unavailable');

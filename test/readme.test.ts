@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from './helpers/serverProcess.js';
+import { fetchSignIn } from './helpers/signInForm.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -99,12 +100,7 @@ describe("the README's quick start, run as written", { timeout: 180_000 }, () =>
     expect(lines).toHaveLength(8);
 
     // The admin signs in to the dashboard with the password given on standard input.
-    const signIn = await fetch(`http://127.0.0.1:${port}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email: 'ada@example.com', password: 'a long passphrase' }).toString(),
-    });
+    const signIn = await fetchSignIn(`http://127.0.0.1:${port}`, { email: 'ada@example.com', password: 'a long passphrase' });
     expect(signIn.status).toBe(303);
 
     // Nothing new in the repository, not even an ignored file: the quick start writes nowhere but DATA_DIR.

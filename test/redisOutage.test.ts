@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from './helpers/harness.js';
 import { RedisServer } from './helpers/redisServer.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { fetchSignInForm } from './helpers/signInForm.js';
 
 /**
  * Redis failing or stalling never hangs a request (issue: every API request hung with Redis down).
@@ -67,13 +68,16 @@ describe.each(DIALECTS)('%s: with Redis down or stalled', (dialect) => {
 
   const auth = () => ({ authorization: `Bearer ${org.key}` });
   const list = () => timed(`${env.url}/api/v1/contacts`, { headers: auth() });
-  const signIn = () =>
-    timed(`${env.url}/login`, {
+  // The form is loaded first (its token and cookie, IDENTITY.md rule 18); only the POST is timed.
+  const signIn = async () => {
+    const form = await fetchSignInForm(env.url);
+    return timed(`${env.url}/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: env.url },
-      body: new URLSearchParams({ email: org.email, password: 'wrong password' }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: env.url, cookie: form.cookie },
+      body: new URLSearchParams({ _csrf: form.csrf, email: org.email, password: 'wrong password' }).toString(),
       redirect: 'manual',
     });
+  };
   // What /readyz says of this instance's state (its `version` aside).
   const ready = async () => {
     const { version: _version, ...state } = JSON.parse((await timed(`${env.url}/readyz`)).body) as {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { fetchSignIn } from './helpers/signInForm.js';
 
 // Issue item 6: the server's own log (stdout, JSON lines at LOG_LEVEL=info) names each request's
 // route, path and query parameter NAMES, never the values people search for or look up, nor a
@@ -51,19 +52,9 @@ describe('the server log at LOG_LEVEL=info', { timeout: 180_000 }, () => {
     const token = new URL(uploadUrl).pathname.split('/').pop()!;
 
     // The dashboard: a failed sign-in (the email is in the body), then its search box.
-    const failed = await fetch(`${env.url}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email: EMAIL, password: 'not the password' }).toString(),
-    });
+    const failed = await fetchSignIn(env.url, { email: EMAIL, password: 'not the password' });
     expect(failed.status).toBeLessThan(500);
-    const login = await fetch(`${env.url}/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ email: org.email, password: org.password }).toString(),
-    });
+    const login = await fetchSignIn(env.url, { email: org.email, password: org.password });
     expect(login.status).toBe(303);
     const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
     expect((await fetch(`${env.url}/contacts?q=${TERM}`, { headers: { cookie } })).status).toBe(200);
@@ -91,5 +82,52 @@ describe('the server log at LOG_LEVEL=info', { timeout: 180_000 }, () => {
     expect(requests).toContainEqual(expect.objectContaining({ method: 'GET', route: '/contacts', path: '/contacts', query_keys: ['q'] }));
     expect(requests.filter((req) => req.method === 'POST' && req.path === '/login')).toHaveLength(2);
     expect(requests.every((req) => !('url' in req))).toBe(true);
+  });
+
+  // IDENTITY.md rule 18: no secret link reaches the log, whatever the path around its token.
+  it('never logs the token of a link, whatever surrounds it: a trailing slash, a suffix, case, slashes, encoding', async () => {
+    const token = 'LinkTokenThatMustNotBeLogged0123456789abcXYZ';
+    const encoded = [...token.slice(0, 6)].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('') + token.slice(6);
+    const paths = [
+      `/reset-password/${token}/`,
+      `/reset-password/${token}/x`,
+      `/reset-password/${token}?next=/`,
+      `/Reset-Password/${token}`,
+      `/RESET-PASSWORD/${token}/`,
+      `//reset-password/${token}`,
+      `/reset-password//${token}`,
+      `/reset%2Dpassword/${token}`,
+      `/reset-password/${encoded}/`,
+      `/invite/${token}/`,
+      `/invite/${token}/x`,
+      `/Invite/${token}`,
+      `/invite/${token}/passkey/options/`,
+      `/setup/${token}`,
+      `/uploads/${token}/`,
+      `/downloads/${token}/x`,
+      `/x/invite/${token}`,
+      `/reset-password?${token}`,
+      `/invite?${token}=1`,
+      `/reset-password/${token}%E0`,
+    ];
+    for (const path of paths) {
+      const res = await fetch(`${env.url}${path}`, { headers: { accept: 'text/html' } });
+      expect(res.status, path).toBeLessThan(500);
+      const posted = await fetch(`${env.url}${path}`, { method: 'POST', body: '' });
+      expect(posted.status, path).toBeLessThan(500);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const log = server.output();
+    for (const secret of [token, token.slice(6), encoded]) {
+      expect(log.includes(secret), `the log holds ${secret}`).toBe(false);
+    }
+    const requests = log
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { msg: string; req?: { path?: string } })
+      .filter((line) => line.msg === 'incoming request');
+    expect(requests.map((line) => line.req!.path)).toEqual(
+      expect.arrayContaining(['/reset-password/:redacted/', '/reset-password/:redacted/:redacted', '/invite/:redacted/:redacted']),
+    );
   });
 });

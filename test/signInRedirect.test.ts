@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formBody } from './helpers/browserSession.js';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { postSignIn } from './helpers/signInForm.js';
 
 const ORIGIN = 'http://orgdata.test';
 
@@ -47,13 +47,7 @@ describe.each(DIALECTS)('where sign-in redirects to on %s', (dialect) => {
   afterAll(() => h.close());
 
   const signInTo = (next: string) =>
-    h.app.inject({
-      method: 'POST',
-      url: '/login',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: formBody({ email: org.adminEmail, password: 'correct horse battery', next }),
-      remoteAddress: '198.51.100.140',
-    });
+    postSignIn(h.app, { email: org.adminEmail, password: 'correct horse battery', next }, { remoteAddress: '198.51.100.140' });
 
   /** A path on this site, and where a browser on this site lands when it follows it. */
   function expectSameOriginPath(location: string | undefined, next: string): void {

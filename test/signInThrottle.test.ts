@@ -4,8 +4,8 @@ import { randomBase62 } from '../src/domain/ids.js';
 import { MemorySignInThrottle } from '../src/infra/signInThrottle/memorySignInThrottle.js';
 import { RedisSignInThrottle } from '../src/infra/signInThrottle/redisSignInThrottle.js';
 import type { SignInThrottle } from '../src/dashboard/signInThrottle.js';
-import { formBody } from './helpers/browserSession.js';
 import { makeHarness, TEST_REDIS_URL, type Harness } from './helpers/harness.js';
+import { postSignIn } from './helpers/signInForm.js';
 
 /**
  * Sign-in throttling: both implementations count alike (5 per account and network, 20 per account,
@@ -144,14 +144,7 @@ describe('sign-in throttling through the dashboard on one instance (memory, SQLi
   });
   afterAll(() => h?.close());
 
-  const login = (email: string, password: string, remoteAddress: string) =>
-    h.app.inject({
-      method: 'POST',
-      url: '/login',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: formBody({ email, password }),
-      remoteAddress,
-    });
+  const login = (email: string, password: string, remoteAddress: string) => postSignIn(h.app, { email, password }, { remoteAddress });
 
   it('refuses the sixth attempt after five failures, the right password too, and a success is forgiven', async () => {
     const org = await h.newOrg();
@@ -178,13 +171,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL || TEST_REDIS_URL === null)('sign
   });
 
   const login = (h: Harness, email: string, password: string, remoteAddress: string) =>
-    h.app.inject({
-      method: 'POST',
-      url: '/login',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: formBody({ email, password }),
-      remoteAddress,
-    });
+    postSignIn(h.app, { email, password }, { remoteAddress });
 
   it('counts failures spread over both instances together: the next attempt on either is refused', async () => {
     expect(b.redisPrefix).toBe(a.redisPrefix);

@@ -6,6 +6,7 @@ import { signedIn } from './helpers/browserSession.js';
 import { addMember, DIALECTS, SECRET, makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { scrape, TOKEN, valueOf } from './helpers/metrics.js';
 import { enrol, recoveryCodesIn, setupOf, totpCode } from './helpers/twoFactor.js';
+import { postSignIn } from './helpers/signInForm.js';
 
 const PASSWORD = 'correct horse battery';
 const TWO_FACTOR = '/settings/account/two-factor';
@@ -114,9 +115,7 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     const { email, id, secret } = await enrolled();
     const before = valueOf(await scrape(h), 'orgdata_sign_ins_total', { method: 'totp', result: 'succeeded' }) ?? 0;
     const person = await passwordStep(email);
-    const pendingCookie = (await h.app.inject({ method: 'POST', url: '/login', payload: { email, password: PASSWORD } })).cookies.find(
-      (c) => c.name === 'od_pending',
-    )!;
+    const pendingCookie = (await postSignIn(h.app, { email, password: PASSWORD })).cookies.find((c) => c.name === 'od_pending')!;
     expect(pendingCookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/', maxAge: 300 });
     const form = await person.get('/login/two-factor');
     expect(form.body).toMatch(/<input type="text"\s+name="code"[^>]*autocomplete="one-time-code"/);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
+import { isIP } from 'node:net';
 
 /** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
 
@@ -46,15 +47,42 @@ function optionalFile(env: Env, name: string): string | null {
   return raw;
 }
 
-function trustProxy(env: Env): boolean | string {
-  const raw = env.TRUST_PROXY;
-  if (raw === undefined || raw === '' || raw === 'false') return false;
-  if (raw === 'true') return true;
-  // A comma-separated list of addresses or CIDR ranges, handed to Fastify as is.
-  if (!/^[0-9a-fA-F:.,/\s]+$/.test(raw)) {
-    throw new ConfigError('TRUST_PROXY', `must be true, false or a list of addresses/CIDRs, got "${raw}"`);
+/**
+ * Whose X-Forwarded-For to believe (IDENTITY.md rule 20): a hop count (`1`: the one proxy in front)
+ * or the proxies' addresses and CIDR ranges. `true` (every hop) is refused, as is a range that
+ * holds every address: with it a client writes the address that throttles and Activity see.
+ */
+const TRUST_PROXY_HELP =
+  "name the proxies' addresses/CIDRs (e.g. TRUST_PROXY=10.0.0.5,10.1.0.0/16) or their hop count (TRUST_PROXY=1 behind one proxy)";
+
+function trustProxy(env: Env): false | number | string {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  if (raw === '' || raw === 'false') return false;
+  if (raw.toLowerCase() === 'true') {
+    throw new ConfigError(
+      'TRUST_PROXY',
+      `true would trust every hop, so any client could choose its own address with X-Forwarded-For; ${TRUST_PROXY_HELP}`,
+    );
   }
-  return raw;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops < 1 || hops > 32) throw new ConfigError('TRUST_PROXY', `a hop count must be from 1 to 32, got "${raw}"; ${TRUST_PROXY_HELP}`);
+    return hops;
+  }
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const [address = '', bits, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const width = family === 4 ? 32 : 128;
+    const prefix = bits === undefined ? width : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN;
+    if (family === 0 || rest.length > 0 || !(prefix >= 0 && prefix <= width)) {
+      throw new ConfigError('TRUST_PROXY', `"${entry}" is not an address or CIDR range; ${TRUST_PROXY_HELP}`);
+    }
+    if (prefix === 0) {
+      throw new ConfigError('TRUST_PROXY', `"${entry}" holds every address, which trusts every hop; ${TRUST_PROXY_HELP}`);
+    }
+  }
+  return entries.join(',');
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {

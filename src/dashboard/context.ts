@@ -5,6 +5,7 @@ import type { Database } from '../db/schema.js';
 import type { Ctx } from '../domain/context.js';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.js';
 import { describeOrigin } from '../domain/apiKeys/apiKeys.js';
+import { browserName } from '../web/browserName.js';
 import { findSession, signOut, type SessionView } from '../domain/sessions/sessions.js';
 
 export const SESSION_COOKIE = 'od_session';
@@ -52,8 +53,10 @@ export async function startSession(
 }
 
 /** Approximate origin of a request, as Activity shows it: the /24 or /48 and the browser's product name. */
+/** Where a dashboard request comes from: its network, browser and system (IDENTITY.md rule 19). */
 export function originOf(request: FastifyRequest): string {
-  return describeOrigin(request.ip, request.headers['user-agent']);
+  const userAgent = request.headers['user-agent'];
+  return describeOrigin(request.ip, userAgent, browserName(userAgent));
 }
 
 /** Every form POST carries the session's CSRF token; a request from another site cannot. */

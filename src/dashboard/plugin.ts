@@ -130,7 +130,9 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     ssoAllowPrivateIssuers: options.ssoAllowPrivateIssuers,
     oidc: options.oidc,
   };
-  await app.register(cookie);
+  // Under an https PUBLIC_URL every cookie is Secure, whoever sets or clears it (IDENTITY.md rule
+  // 18): the plugin's defaults for setCookie and clearCookie, which a call's own options extend.
+  await app.register(cookie, { parseOptions: { secure: options.secureCookies } });
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
 
   app.addHook('onSend', async (_request, reply, payload) => {

@@ -6,8 +6,8 @@ import { KEY_IN_TEXT, KEY_PREFIX } from '../domain/apiKeys/format.js';
  * request: its method, route and path, and the NAMES of its query parameters, never their values.
  * A query holds what people search for and who they look up (`?email=…`, `?q=…`, the dashboard's
  * search box); logs are kept, copied and read by more people than the data. The path keeps the
- * ids the API makes (`con_…`), not what a client put in their place, and never a signed link's
- * token (a download for whoever reads the log). No API key reaches a log, wherever it was put.
+ * ids the API makes (`con_…`), not what a client put in their place, and never a link's token
+ * (a signed download, a password reset, an invitation: whoever reads the log could use it). No API key reaches a log, wherever it was put.
  */
 interface LoggedRequest {
   method: string;
@@ -53,11 +53,36 @@ function loggedPath(path: string, route: string | undefined, params: unknown): s
       return name !== 'token' && typeof value === 'string' && ID.test(value) ? value : whole;
     });
   }
+  let secretFollows = false;
   return path
     .split('/')
-    .map((segment) => (segment === '' || PLAIN_SEGMENT.test(segment) ? segment : ':redacted'))
+    .map((segment) => {
+      if (segment === '') return segment;
+      const shown = !secretFollows && PLAIN_SEGMENT.test(segment) ? segment : ':redacted';
+      secretFollows ||= opensLink(segment);
+      return shown;
+    })
     .join('/');
 }
+
+/**
+ * The first segment of a link whose following segments are its secret: a password reset, an
+ * invitation, a signed upload or download (and `setup`, kept for any link of that name). On a
+ * path no route matched, every segment after one of them is redacted, however the path is
+ * dressed (a trailing slash, a suffix, another case, doubled slashes, percent-encoding:
+ * IDENTITY.md rule 18).
+ */
+const LINK_PREFIXES = new Set(['reset-password', 'invite', 'invitations', 'setup', 'uploads', 'downloads']);
+
+function opensLink(segment: string): boolean {
+  return decoded(segment)
+    .toLowerCase()
+    .split(/[/\\;]/)
+    .some((part) => LINK_PREFIXES.has(part.trim()));
+}
+
+/** Whether the path (routed or not) leads into a link: then not even the query's names are logged (`?TOKEN`). */
+const intoLink = (path: string) => path.split('/').some((segment) => segment !== '' && opensLink(segment));
 
 /** The names of the query's parameters, each once, in order; a name that is not plain text is `:redacted`. */
 function queryKeys(query: string): string[] {
@@ -79,7 +104,7 @@ export function requestForLog(req: LoggedRequest): Record<string, unknown> {
     method: req.method,
     ...(route ? { route } : {}),
     path: withoutKeys(loggedPath(path, route, req.params)),
-    ...(at === -1 ? {} : { query_keys: queryKeys(req.url.slice(at + 1)).map(withoutKeys) }),
+    ...(at === -1 ? {} : { query_keys: intoLink(path) ? [':redacted'] : queryKeys(req.url.slice(at + 1)).map(withoutKeys) }),
     ip: req.ip,
   };
 }

@@ -4,7 +4,8 @@ import { formBody } from './browserSession.js';
 /**
  * A browser that is not signed in, driving the pages of invitations and password resets through
  * app.inject: it keeps its cookies (the form guard's nonce, then a session) and takes each form's
- * CSRF token from the page it got, as a browser would.
+ * CSRF token from the page it got, as a browser would (loading the sign-in form before it posts
+ * to /login when it has no page yet).
  */
 export interface Visitor {
   cookies: Map<string, string>;
@@ -34,6 +35,10 @@ export function visitor(app: FastifyInstance, remoteAddress = '198.51.100.20'): 
     cookieHeader,
     get: async (url) => keep(await app.inject({ method: 'GET', url, remoteAddress, headers: { cookie: cookieHeader() } })),
     post: async (url, fields, options = {}) => {
+      // A browser signs in from the sign-in form it has loaded (its token, IDENTITY.md rule 18).
+      if (url === '/login' && options.csrf === undefined && lastCsrf === undefined) {
+        keep(await app.inject({ method: 'GET', url, remoteAddress, headers: { cookie: cookieHeader() } }));
+      }
       const csrf = options.csrf === undefined ? lastCsrf : options.csrf;
       return keep(
         await app.inject({

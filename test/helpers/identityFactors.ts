@@ -8,6 +8,7 @@ import { signIn } from '../../src/domain/sessions/sessions.js';
 import { findSession } from '../../src/domain/sessions/sessions.js';
 import { formBody, type DashboardUser } from './browserSession.js';
 import { SECRET } from './harness.js';
+import { postSignIn } from './signInForm.js';
 
 /** Enrols a confirmed TOTP factor for a user directly (the set-up page is another part's), returning its secret. */
 export async function enrolTotp(h: Harness, userId: string): Promise<string> {
@@ -72,13 +73,11 @@ export async function signInOverHttp(
 ): Promise<DashboardUser & { token: string; shortId: string }> {
   const remoteAddress = from.ip ?? '198.51.100.7';
   const ua = from.ua ?? 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0';
-  const login = await h.app.inject({
-    method: 'POST',
-    url: '/login',
-    remoteAddress,
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': ua },
-    payload: formBody({ email, password: from.password ?? 'correct horse battery', next: '/contacts' }),
-  });
+  const login = await postSignIn(
+    h.app,
+    { email, password: from.password ?? 'correct horse battery', next: '/contacts' },
+    { remoteAddress, headers: { 'user-agent': ua } },
+  );
   if (login.statusCode !== 303) throw new Error(`sign-in failed: ${login.statusCode}`);
   const token = (login.cookies as { name: string; value: string }[]).find((c) => c.name === 'od_session')!.value;
   const session = await findSession(h.db.kysely, token, new Date());

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import type { ServerEnv } from './serverProcess.js';
 import { CookieJar, authorizeAt } from './oidcProvider.js';
+import { csrfIn } from './signInForm.js';
 
 const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
 
@@ -57,10 +58,12 @@ export async function passwordSignIn(
   password: string,
   jar = new CookieJar(),
 ): Promise<{ response: Response; jar: CookieJar }> {
+  // The form first, as a browser loads it: its token and the cookie it is bound to (IDENTITY.md rule 18).
+  const csrf = csrfIn(await (await jar.fetch(`${base}/login`)).text()) ?? '';
   const response = await jar.fetch(`${base}/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ email, password, next: '' }).toString(),
+    body: new URLSearchParams({ _csrf: csrf, email, password, next: '' }).toString(),
   });
   return { response, jar };
 }

@@ -5,7 +5,7 @@ import { finishSignIn, signInFailed } from '../signIns.js';
 import { SESSION_COOKIE, checkCsrf, flash, requireSession, takeFlash, text } from '../context.js';
 import { field, html, type FieldErrors } from '../html.js';
 import { page } from '../layout.js';
-import { crossSite } from '../formGuard.js';
+import { checkFormToken, crossSite, formToken } from '../formGuard.js';
 import { hasSecondFactor } from '../../domain/identity/totp.js';
 import { safeNext } from './safeNext.js';
 import { beginPendingSignIn } from './twoFactorSignIn.js';
@@ -34,7 +34,9 @@ async function noOrganisationYet(db: DashboardDeps['db']): Promise<boolean> {
   return any === undefined;
 }
 
-function loginPage(options: {
+function signInPage(options: {
+  /** The form guard's token for this browser (formGuard.ts): login CSRF, IDENTITY.md rule 18. */
+  csrf: string;
   email?: string;
   errors?: FieldErrors;
   alert?: string;
@@ -50,6 +52,7 @@ function loginPage(options: {
       <h1>Sign in to orgdata</h1>
       ${options.freshInstall ? FRESH_INSTALL : ''} ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
       <form method="post" action="/login" novalidate>
+        <input type="hidden" name="_csrf" value="${options.csrf}" />
         <input type="hidden" name="next" value="${options.next ?? ''}" />
         ${field({ name: 'email', label: 'Email', type: 'email', value: options.email, errors: options.errors, required: true, autocomplete: 'username' })}
         ${field({ name: 'password', label: 'Password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
@@ -76,23 +79,38 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     const next = text(request.query, 'next');
     // The hint is a convenience: a database that cannot answer must not cost the sign-in page.
     const freshInstall = await noOrganisationYet(db).catch(() => false);
-    return reply.type('text/html; charset=utf-8').send(loginPage({ next, notice: takeFlash(request, reply), freshInstall }));
+    const csrf = formToken(request, reply, deps.secret, deps.secureCookies);
+    return reply.type('text/html; charset=utf-8').send(signInPage({ csrf, next, notice: takeFlash(request, reply), freshInstall }));
   });
 
   app.post('/login', async (request, reply) => {
     const email = text(request.body, 'email');
     const password = text(request.body, 'password');
     const next = text(request.body, 'next');
+    // Every answer below shows the form again, with this browser's token (a fresh one if it had none).
+    const loginPage = (options: Omit<Parameters<typeof signInPage>[0], 'csrf'>) =>
+      signInPage({ ...options, csrf: formToken(request, reply, deps.secret, deps.secureCookies) });
+    // Login CSRF (IDENTITY.md rule 18): a form another site posts, with no Origin header or with
+    // its own token, would sign this browser in to the attacker's account. Checked before anything
+    // else, the password included.
+    if (crossSite(request)) {
+      // Nothing is set for a form from another site, not even the form guard's cookie.
+      return reply
+        .code(403)
+        .type('text/html; charset=utf-8')
+        .send(signInPage({ csrf: '', email, next, alert: "Sign in from this site's own sign-in page." }));
+    }
+    try {
+      checkFormToken(request, deps.secret, text(request.body, '_csrf'));
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      const alert = 'This sign-in form has expired or did not come from this site. Sign in again below.';
+      return reply.code(403).type('text/html; charset=utf-8').send(loginPage({ email, next, alert }));
+    }
     const errors: FieldErrors = {};
     if (!email.trim()) errors.email = 'Enter your email address.';
     if (!password) errors.password = 'Enter your password.';
     if (Object.keys(errors).length) return reply.code(400).type('text/html; charset=utf-8').send(loginPage({ email, errors, next }));
-    if (crossSite(request)) {
-      return reply
-        .code(403)
-        .type('text/html; charset=utf-8')
-        .send(loginPage({ email, next, alert: "Sign in from this site's own sign-in page." }));
-    }
     let attempt;
     try {
       attempt = await beginSignIn(deps, request, email);

@@ -259,10 +259,14 @@ export async function recordKeyUse(db: Kysely<Database>, key: AuthenticatedKey, 
     .execute();
 }
 
-/** Approximate origin: the client network (/24 or /48) and the User-Agent's product name. */
-/** `ip` is undefined when the client's socket closed before the request was read in full. */
-export function describeOrigin(ip: string | undefined, userAgent: string | undefined): string {
-  const product = (userAgent ?? '').trim().split(/[\s/]/)[0]?.slice(0, 40) || 'unknown client';
+/**
+ * Approximate origin: the client network (/24 or /48) and the client: `browser`, when the caller
+ * knows the browser and system (`Firefox 131 on Windows`, the dashboard's), else the User-Agent's
+ * product name (`curl`). `ip` is undefined when the client's socket closed before the request was
+ * read in full.
+ */
+export function describeOrigin(ip: string | undefined, userAgent: string | undefined, browser?: string | null): string {
+  const product = browser?.slice(0, 60) || (userAgent ?? '').trim().split(/[\s/]/)[0]?.slice(0, 40) || 'unknown client';
   return `${truncateIp(ip)} · ${product}`;
 }
 

@@ -21,7 +21,7 @@ export interface SessionListItem {
   method: string;
   created_at: string;
   last_seen_at: string | null;
-  /** Approximate origin and browser: `203.0.113.0/24 · Mozilla`. */
+  /** Approximate origin and browser: `203.0.113.0/24 · Firefox 131 on Windows` (older rows: the product name, `· Mozilla`). */
   origin: string | null;
   expires_at: string;
   current: boolean;
