@@ -5,7 +5,7 @@ import { changeMemberRole, listOrgMembers, removeOrgMember, type MemberView } fr
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { ctxOf, flash, requireAdmin, takeFlash, text } from '../context.js';
+import { ctxOf, flash, originOf, requireAdmin, takeFlash, text } from '../context.js';
 import { html, plural, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
@@ -202,7 +202,7 @@ export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     const reauth = await reauthenticationNeeded(request, reply, deps, MEMBERS);
     if (reauth) return reply.redirect(reauth, 303);
     try {
-      const changed = await changeMemberRole(ctxOf(request, db), { email: member.email, role });
+      const changed = await changeMemberRole(ctxOf(request, db), { email: member.email, role }, originOf(request));
       const now = `${changed.email} is now ${changed.role === 'admin' ? 'an admin' : 'a member'}.`;
       return done(reply, request, changed.email, demoting ? now + revokedSentence(changed.revoked_keys) : now);
     } catch (error) {
@@ -223,7 +223,7 @@ export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     const reauth = await reauthenticationNeeded(request, reply, deps, MEMBERS);
     if (reauth) return reply.redirect(reauth, 303);
     try {
-      const removed = await removeOrgMember(ctxOf(request, db), { email: member.email });
+      const removed = await removeOrgMember(ctxOf(request, db), { email: member.email }, originOf(request));
       return done(reply, request, removed.email, `Removed ${removed.email}.${revokedSentence(removed.revoked_keys)}`);
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;

@@ -148,6 +148,28 @@ export async function openSession(
 }
 
 /**
+ * A new token (and CSRF token) for the same session: the rotation of a privilege change that is no
+ * sign-in (turning on two-factor). Everything else about the session is kept; the old cookie no
+ * longer opens it. Null when the session is gone.
+ */
+export async function rotateSession(
+  db: Kysely<Database>,
+  token: string,
+): Promise<{ token: string; expiresAt: Date; idHash: string; csrfToken: string } | null> {
+  const row = await db.selectFrom('sessions').select('expires_at').where('id_hash', '=', hashToken(token)).executeTakeFirst();
+  if (!row) return null;
+  const fresh = randomBytes(32).toString('base64url');
+  const csrfToken = randomBytes(24).toString('base64url');
+  const moved = await db
+    .updateTable('sessions')
+    .set({ id_hash: hashToken(fresh), csrf_token: csrfToken })
+    .where('id_hash', '=', hashToken(token))
+    .executeTakeFirst();
+  if (Number(moved.numUpdatedRows) !== 1) return null;
+  return { token: fresh, expiresAt: new Date(row.expires_at), idHash: hashToken(fresh), csrfToken };
+}
+
+/**
  * The session behind a cookie, with the user's role read fresh on every request: a member who is
  * demoted or removed loses access at once. Null when the session is unknown, expired, or the
  * user no longer belongs to the session's organisation.
