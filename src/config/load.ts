@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
+import { DEFAULT_SESSION_IDLE_MINUTES, SESSION_DAYS } from '../domain/sessions/sessions.js';
 
 /** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
 
@@ -256,6 +257,8 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     inviteTtlHours: int(env, 'INVITE_TTL_HOURS', 168, 1, 24 * 90),
     resetTtlMinutes: int(env, 'RESET_TTL_MINUTES', 60, 1, 24 * 60),
     reauthMinutes: int(env, 'REAUTH_MINUTES', 10, 0, 24 * 60),
+    // At most the absolute lifetime (SESSION_DAYS): beyond it the setting would mean nothing.
+    sessionIdleMinutes: int(env, 'SESSION_IDLE_MINUTES', DEFAULT_SESSION_IDLE_MINUTES, 5, SESSION_DAYS * 24 * 60),
     ssoAllowPrivateIssuers: bool(env, 'SSO_ALLOW_PRIVATE_ISSUERS', false),
   };
 }

@@ -7,6 +7,8 @@ import { verifyPassword } from '../orgs/passwords.js';
 import { switchRefusedBySso } from '../identity/ssoSignIn.js';
 
 export const SESSION_DAYS = 7;
+/** SESSION_IDLE_MINUTES's default: a session not seen for 12 hours ends (IDENTITY.md rule 14). */
+export const DEFAULT_SESSION_IDLE_MINUTES = 720;
 const DAY_MS = 86_400_000;
 // A real argon2id hash of a random password: verifying against it when the email is unknown takes
 // as long as a real check, so response times do not tell which emails have accounts.
@@ -48,6 +50,15 @@ export interface SessionOpening {
 
 // last_seen_at is written when a request finds it older than this, not on every request.
 const SEEN_EVERY_MS = 60_000;
+
+/**
+ * When a session last seen at `lastSeen` is idle for good: SESSION_IDLE_MINUTES after it, plus
+ * SEEN_EVERY_MS, as the last request may have come up to that long after last_seen_at was written
+ * (a session ends up to a minute late, never early).
+ */
+function idleSince(now: Date, idleMinutes: number): string {
+  return nowIso(new Date(now.getTime() - idleMinutes * 60_000 - SEEN_EVERY_MS));
+}
 
 async function membershipsOf(db: Kysely<Database>, userId: string) {
   return db
@@ -171,10 +182,17 @@ export async function rotateSession(
 
 /**
  * The session behind a cookie, with the user's role read fresh on every request: a member who is
- * demoted or removed loses access at once. Null when the session is unknown, expired, or the
- * user no longer belongs to the session's organisation.
+ * demoted or removed loses access at once. Null when the session is unknown, expired, idle for
+ * longer than `idleMinutes` (SESSION_IDLE_MINUTES: it is then ended), or the user no longer
+ * belongs to the session's organisation.
  */
-export async function findSession(db: Kysely<Database>, token: string, now: Date, seenFrom?: string): Promise<SessionView | null> {
+export async function findSession(
+  db: Kysely<Database>,
+  token: string,
+  now: Date,
+  seenFrom?: string,
+  idleMinutes = DEFAULT_SESSION_IDLE_MINUTES,
+): Promise<SessionView | null> {
   if (token.length < 20 || token.length > 100) return null;
   const idHash = hashToken(token);
   const row = await db
@@ -202,6 +220,10 @@ export async function findSession(db: Kysely<Database>, token: string, now: Date
     .where('sessions.id_hash', '=', idHash)
     .executeTakeFirst();
   if (!row || row.expires_at <= nowIso(now) || row.deactivated_at !== null || !row.role) return null;
+  if ((row.last_seen_at ?? row.created_at) < idleSince(now, idleMinutes)) {
+    await db.deleteFrom('sessions').where('id_hash', '=', idHash).execute();
+    return null;
+  }
   if (seenFrom !== undefined && (row.last_seen_at === null || Date.parse(row.last_seen_at) < now.getTime() - SEEN_EVERY_MS)) {
     await db
       .updateTable('sessions')
@@ -236,6 +258,17 @@ export async function switchOrg(db: Kysely<Database>, token: string, session: Se
   await db.updateTable('sessions').set({ org_id: orgId }).where('id_hash', '=', hashToken(token)).execute();
 }
 
-export async function purgeExpiredSessions(db: Kysely<Database>, now: Date): Promise<void> {
-  await db.deleteFrom('sessions').where('expires_at', '<=', nowIso(now)).execute();
+/** Deletes the sessions past SESSION_DAYS or idle past `idleMinutes` (housekeeping: findSession refuses them anyway). */
+export async function purgeExpiredSessions(db: Kysely<Database>, now: Date, idleMinutes = DEFAULT_SESSION_IDLE_MINUTES): Promise<void> {
+  const idle = idleSince(now, idleMinutes);
+  await db
+    .deleteFrom('sessions')
+    .where((eb) =>
+      eb.or([
+        eb('expires_at', '<=', nowIso(now)),
+        eb('last_seen_at', '<', idle),
+        eb.and([eb('last_seen_at', 'is', null), eb('created_at', '<', idle)]),
+      ]),
+    )
+    .execute();
 }
