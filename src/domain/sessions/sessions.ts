@@ -220,7 +220,8 @@ export async function findSession(
     .where('sessions.id_hash', '=', idHash)
     .executeTakeFirst();
   if (!row || row.expires_at <= nowIso(now) || row.deactivated_at !== null || !row.role) return null;
-  if ((row.last_seen_at ?? row.created_at) < idleSince(now, idleMinutes)) {
+  // A session from before last_seen_at existed (migration 021) has none until this request writes it.
+  if (row.last_seen_at !== null && row.last_seen_at < idleSince(now, idleMinutes)) {
     await db.deleteFrom('sessions').where('id_hash', '=', idHash).execute();
     return null;
   }
@@ -263,12 +264,6 @@ export async function purgeExpiredSessions(db: Kysely<Database>, now: Date, idle
   const idle = idleSince(now, idleMinutes);
   await db
     .deleteFrom('sessions')
-    .where((eb) =>
-      eb.or([
-        eb('expires_at', '<=', nowIso(now)),
-        eb('last_seen_at', '<', idle),
-        eb.and([eb('last_seen_at', 'is', null), eb('created_at', '<', idle)]),
-      ]),
-    )
+    .where((eb) => eb.or([eb('expires_at', '<=', nowIso(now)), eb('last_seen_at', '<', idle)]))
     .execute();
 }
