@@ -264,6 +264,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     countSignIn: metrics ? (method, result) => metrics.signIn(method, result) : () => {},
     reauthMinutes: config.reauthMinutes,
+    sessionIdleMinutes: config.sessionIdleMinutes,
     ssoAllowPrivateIssuers: config.ssoAllowPrivateIssuers,
     oidc: openIdClient({ allowPrivate: config.ssoAllowPrivateIssuers }),
   });

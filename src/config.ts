@@ -76,6 +76,8 @@ export interface Config {
   resetTtlMinutes: number;
   /** Sensitive actions ask for the password (and second factor) again after this many minutes since the last; 0 = always. */
   reauthMinutes: number;
+  /** A dashboard session not seen for this many minutes ends (beside its absolute lifetime of SESSION_DAYS). */
+  sessionIdleMinutes: number;
   /** Lets an SSO issuer be http:// or a private, loopback or link-local address (development and tests). */
   ssoAllowPrivateIssuers: boolean;
   /** Requests without a session to pages that store or fetch something, per minute: per network and in total (IDENTITY.md rule 15). */

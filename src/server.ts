@@ -96,7 +96,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const now = new Date();
     purgeExpired(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'idempotency purge failed'));
     purgeAbandonedUploads(db.kysely, blobs, now).catch((error: unknown) => app.log.warn({ err: error }, 'upload purge failed'));
-    purgeExpiredSessions(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'session purge failed'));
+    purgeExpiredSessions(db.kysely, now, config.sessionIdleMinutes).catch((error: unknown) =>
+      app.log.warn({ err: error }, 'session purge failed'),
+    );
     purgeExpiredChallenges(db.kysely, now).catch((error: unknown) => app.log.warn({ err: error }, 'sign-in challenge purge failed'));
     purgeOldEvents(db.kysely, now, config.eventRetentionDays).catch((error: unknown) => app.log.warn({ err: error }, 'event purge failed'));
     purgeOldDeliveries(db.kysely, now, config.eventRetentionDays).catch((error: unknown) =>

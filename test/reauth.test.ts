@@ -215,6 +215,25 @@ describe.each(DIALECTS)('REAUTH_MINUTES=0 on %s', (dialect) => {
     expect(await keyCount(h, org.orgId)).toBe(1);
   });
 
+  it('a removal spends the pass on the change, not on its confirmation page (no loop)', async () => {
+    const leaver = await addMember(h, org.orgId, 'member');
+    const admin = await browserOf(h, org.adminEmail);
+    await admin.get('/settings/members');
+    const asked = await admin.post('/settings/members/remove', { email: leaver.email, confirm: 'yes' });
+    expect(asked.headers.location).toBe('/reauth?next=%2Fsettings%2Fmembers');
+    await admin.get(asked.headers.location as string);
+    expect((await admin.post('/reauth', { password: PASSWORD, next: '/settings/members' })).statusCode).toBe(303);
+    await admin.get('/settings/members');
+    const confirm = await admin.post('/settings/members/remove', { email: leaver.email });
+    expect(confirm.statusCode).toBe(200);
+    expect(confirm.body).toContain(`Remove ${leaver.email}?`);
+    const done = await admin.post('/settings/members/remove', { email: leaver.email, confirm: 'yes' });
+    expect(done.statusCode).toBe(303);
+    expect(done.headers.location).toBe('/settings/members');
+    const left = await h.db.kysely.selectFrom('memberships').select('user_id').where('user_id', '=', leaver.id).execute();
+    expect(left).toEqual([]);
+  });
+
   it('the pass lasts a minute, and only for the person it was made for', async () => {
     const before = await keyCount(h, org.orgId);
     const admin = await browserOf(h, org.adminEmail);

@@ -2,7 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resetLinkFor } from '../src/domain/identity/passwordResets.js';
 import { visitor, type Visitor } from './helpers/anonymousForms.js';
-import { signedIn } from './helpers/browserSession.js';
+import { followRotation, signedIn } from './helpers/browserSession.js';
 import { addMember, DIALECTS, SECRET, makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { scrape, TOKEN, valueOf } from './helpers/metrics.js';
 import { enrol, recoveryCodesIn, setupOf, totpCode } from './helpers/twoFactor.js';
@@ -90,6 +90,10 @@ describe.each(DIALECTS)('two-factor authentication on %s', (dialect) => {
     const confirmed = await user.post(`${TWO_FACTOR}/confirm`, { code: totpCode(second) });
     expect(confirmed.statusCode, confirmed.body).toBe(200);
     expect(confirmed.headers['cache-control']).toBe('no-store');
+    // A privilege change: the session is rotated (IDENTITY.md rule 13), the old cookie opens nothing.
+    const oldCookie = user.cookie;
+    expect(followRotation(user, confirmed)).toBe(true);
+    expect((await h.app.inject({ method: 'GET', url: TWO_FACTOR, headers: { cookie: oldCookie } })).statusCode).toBe(303);
     expect(confirmed.body).toContain('This is the only time they are shown');
     const codes = recoveryCodesIn(confirmed.body);
     expect(codes).toHaveLength(10);

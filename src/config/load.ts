@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
 import { isIP } from 'node:net';
+import { DEFAULT_SESSION_IDLE_MINUTES, SESSION_DAYS } from '../domain/sessions/sessions.js';
 
 /** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
 
@@ -331,6 +332,8 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
     inviteTtlHours: int(env, 'INVITE_TTL_HOURS', 168, 1, 24 * 90),
     resetTtlMinutes: int(env, 'RESET_TTL_MINUTES', 60, 1, 24 * 60),
     reauthMinutes: int(env, 'REAUTH_MINUTES', 10, 0, 24 * 60),
+    // At most the absolute lifetime (SESSION_DAYS): beyond it the setting would mean nothing.
+    sessionIdleMinutes: int(env, 'SESSION_IDLE_MINUTES', DEFAULT_SESSION_IDLE_MINUTES, 5, SESSION_DAYS * 24 * 60),
     ssoAllowPrivateIssuers: bool(env, 'SSO_ALLOW_PRIVATE_ISSUERS', false),
     anonymousRequestsPerMinute: {
       perNetwork: int(env, 'ANONYMOUS_REQUESTS_PER_MINUTE', 120, 1, 1_000_000),

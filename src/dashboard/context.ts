@@ -18,17 +18,35 @@ declare module 'fastify' {
   }
 }
 
-/** The signed-in person, or a redirect to the sign-in page. API keys never open the dashboard. */
-export function requireSession(db: Kysely<Database>) {
+/**
+ * Where to come back to after signing in: the page asked for, or, for a form sent without a
+ * session (it ended: idle, expired, signed out elsewhere), the page the form was on when the
+ * Referer is this site's. The sign-in page checks it again (safeNext).
+ */
+function comeBackTo(request: FastifyRequest): string | null {
+  if (request.method === 'GET' || request.method === 'HEAD') return request.url;
+  try {
+    const referer = new URL(request.headers.referer ?? '');
+    return referer.host === request.headers.host ? referer.pathname + referer.search : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The signed-in person, or a redirect to the sign-in page (`next` kept). API keys never open the
+ * dashboard. `idleMinutes`: SESSION_IDLE_MINUTES.
+ */
+export function requireSession(db: Kysely<Database>, idleMinutes?: number) {
   return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const token = request.cookies[SESSION_COOKIE];
-    const session = token ? await findSession(db, token, new Date(), originOf(request)) : null;
+    const session = token ? await findSession(db, token, new Date(), originOf(request), idleMinutes) : null;
     if (!session || !token) {
       if (request.headers.authorization) {
         throw new UnauthorizedError('The dashboard is for people: sign in with your email and password. API keys only work on /api/v1.');
       }
-      const next = request.method === 'GET' || request.method === 'HEAD' ? `?next=${encodeURIComponent(request.url)}` : '';
-      return reply.redirect(`/login${next}`, 303);
+      const back = comeBackTo(request);
+      return reply.redirect(back ? `/login?next=${encodeURIComponent(back)}` : '/login', 303);
     }
     request.session = session;
     request.sessionToken = token;

@@ -26,6 +26,8 @@ export interface DashboardDeps {
   countSignIn: (method: string, result: 'succeeded' | 'failed') => void;
   /** REAUTH_MINUTES: how long a proof of identity lets sensitive actions through (0 = never). */
   reauthMinutes: number;
+  /** SESSION_IDLE_MINUTES: a session not seen for longer ends. */
+  sessionIdleMinutes: number;
   /** SSO_ALLOW_PRIVATE_ISSUERS: development and tests only. */
   ssoAllowPrivateIssuers: boolean;
   /** The OpenID Connect relying party of single sign-on (infra/oidc). */

@@ -127,6 +127,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     identity: options.identity,
     countSignIn: options.countSignIn,
     reauthMinutes: options.reauthMinutes,
+    sessionIdleMinutes: options.sessionIdleMinutes,
     ssoAllowPrivateIssuers: options.ssoAllowPrivateIssuers,
     oidc: options.oidc,
   };
@@ -176,7 +177,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {
-    pages.addHook('preHandler', requireSession(deps.db));
+    pages.addHook('preHandler', requireSession(deps.db, deps.sessionIdleMinutes));
     pages.addHook('preHandler', async (request) => {
       // Multipart forms (file imports) check the token themselves, once the field has been read.
       const multipart = String(request.headers['content-type'] ?? '').startsWith('multipart/');

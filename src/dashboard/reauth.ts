@@ -46,9 +46,19 @@ async function takeGrant(request: FastifyRequest, reply: FastifyReply, deps: Das
  * sign-in itself is a fresh proof; with 0, only a re-authentication made for it (once, within
  * REAUTH_GRACE_MS) is.
  */
-export function requireRecentAuthentication(deps: DashboardDeps, options: { fallback?: string } = {}) {
+export function requireRecentAuthentication(
+  deps: DashboardDeps,
+  options: {
+    /** The page holding the form, when the Referer does not say (a string, or computed from the request's parameters). */
+    fallback?: string | ((request: FastifyRequest) => string);
+    /** Only when this holds (e.g. an invitation whose role is admin); always by default. */
+    when?: (request: FastifyRequest) => boolean | Promise<boolean>;
+  } = {},
+) {
   return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    const to = await reauthenticationNeeded(request, reply, deps, options.fallback ?? request.url.split('?')[0] ?? '/contacts');
+    if (options.when && !(await options.when(request))) return undefined;
+    const fallback = typeof options.fallback === 'function' ? options.fallback(request) : options.fallback;
+    const to = await reauthenticationNeeded(request, reply, deps, fallback ?? request.url.split('?')[0] ?? '/contacts');
     return to === null ? undefined : reply.redirect(to, 303);
   };
 }

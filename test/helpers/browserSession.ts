@@ -23,18 +23,30 @@ export function formBody(fields: Record<string, string | readonly string[]>): st
 export async function signedIn(h: Harness, email: string, password = 'correct horse battery'): Promise<DashboardUser> {
   const { token } = await signIn(h.db.kysely, email, password, new Date());
   const session = await findSession(h.db.kysely, token, new Date());
-  const cookie = `od_session=${token}`;
-  const csrf = session!.csrfToken;
-  return {
-    cookie,
-    csrf,
-    get: (url) => h.app.inject({ method: 'GET', url, headers: { cookie } }),
+  // cookie and csrf are read at each request: a test may set them to a rotated session's (followRotation).
+  const user: DashboardUser = {
+    cookie: `od_session=${token}`,
+    csrf: session!.csrfToken,
+    get: (url) => h.app.inject({ method: 'GET', url, headers: { cookie: user.cookie } }),
     post: (url, fields = {}, options = {}) =>
       h.app.inject({
         method: 'POST',
         url,
-        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-        payload: formBody(options.csrf === null ? fields : { _csrf: options.csrf ?? csrf, ...fields }),
+        headers: { cookie: user.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: formBody(options.csrf === null ? fields : { _csrf: options.csrf ?? user.csrf, ...fields }),
       }),
   };
+  return user;
+}
+
+/**
+ * Takes the new session a response rotated to (its cookie, and the CSRF token of the page it
+ * answered with), as a browser would; false when the response set no new session.
+ */
+export function followRotation(user: DashboardUser, response: LightMyRequestResponse): boolean {
+  const rotated = (response.cookies as { name: string; value: string }[]).find((c) => c.name === 'od_session' && c.value !== '');
+  if (!rotated) return false;
+  user.cookie = `od_session=${rotated.value}`;
+  user.csrf = /name="_csrf" value="([^"]+)"/.exec(response.body)?.[1] ?? user.csrf;
+  return true;
 }

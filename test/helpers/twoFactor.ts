@@ -1,6 +1,6 @@
 import { generateSync } from 'otplib';
 import { expect } from 'vitest';
-import type { DashboardUser } from './browserSession.js';
+import { followRotation, type DashboardUser } from './browserSession.js';
 
 /** What an authenticator app would show `steps` 30-second steps from now, computed by otplib. */
 export function totpCode(secret: string, steps = 0): string {
@@ -21,6 +21,7 @@ export const recoveryCodesIn = (body: string) => [...body.matchAll(/<li><code>([
 /**
  * Turns two-factor on for a signed-in person through the pages: Set up, read the secret from the
  * page, confirm with a code of the previous step (so the next two steps stay free for the test).
+ * `user` then holds the rotated session.
  */
 export async function enrol(user: DashboardUser): Promise<{ secret: string; codes: string[] }> {
   const started = await user.post('/settings/account/two-factor/setup');
@@ -34,6 +35,8 @@ export async function enrol(user: DashboardUser): Promise<{ secret: string; code
   if (intoStep > 25) await new Promise((resolve) => setTimeout(resolve, (30 - intoStep) * 1000 + 100));
   const confirmed = await user.post('/settings/account/two-factor/confirm', { code: totpCode(secret, -1) });
   expect(confirmed.statusCode, confirmed.body).toBe(200);
+  // Turning two-factor on rotates the session (IDENTITY.md rule 13): the browser goes on with the new one.
+  expect(followRotation(user, confirmed)).toBe(true);
   const codes = recoveryCodesIn(confirmed.body);
   expect(codes).toHaveLength(10);
   return { secret, codes };

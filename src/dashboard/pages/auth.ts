@@ -161,14 +161,14 @@ export const authPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) =>
     }
   });
 
-  app.post('/logout', { preHandler: requireSession(db) }, async (request, reply) => {
+  app.post('/logout', { preHandler: requireSession(db, deps.sessionIdleMinutes) }, async (request, reply) => {
     checkCsrf(request, text(request.body, '_csrf'));
     if (request.sessionToken) await signOut(db, request.sessionToken);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return reply.redirect('/login', 303);
   });
 
-  app.post('/orgs/switch', { preHandler: requireSession(db) }, async (request, reply) => {
+  app.post('/orgs/switch', { preHandler: requireSession(db, deps.sessionIdleMinutes) }, async (request, reply) => {
     checkCsrf(request, text(request.body, '_csrf'));
     await switchOrg(db, request.sessionToken!, request.session!, text(request.body, 'org_id'));
     const org = request.session!.orgs.find((o) => o.id === text(request.body, 'org_id'));

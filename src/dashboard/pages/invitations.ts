@@ -1,19 +1,39 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ValidationError } from '../../domain/errors.js';
-import { inviteMember, resendInvitation, revokeInvitation } from '../../domain/identity/invitations.js';
-import { ctxOf, flash, originOf, requireAdmin, text } from '../context.js';
+import { inviteMember, pendingInvitationRole, resendInvitation, revokeInvitation } from '../../domain/identity/invitations.js';
+import { adminOnly, ctxOf, flash, originOf, requireAdmin, text } from '../context.js';
 import { fieldErrors } from '../html.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { INVITATIONS } from './invitationViews.js';
 import { MEMBERS, membersPage } from './members.js';
+import { requireRecentAuthentication } from '../reauth.js';
 
 /**
  * Settings → Members, invitations (admins): invite, resend, revoke (see
  * domain/identity/invitations.ts). A link that was mailed is announced; one that was not (no
  * SMTP_URL, or the mail failed) is shown on the page this once, never put in a cookie or a URL.
+ * Making an admin is a grant of power (IDENTITY.md rule 11): inviting or re-inviting someone as an
+ * admin asks for a recent proof of identity (REAUTH_MINUTES), as creating an API key does.
  */
-export const invitationPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, identity }) => {
-  app.post(MEMBERS, async (request, reply) => {
+export const invitationPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db, identity } = deps;
+  const asAdmin = {
+    preHandler: [
+      adminOnly,
+      requireRecentAuthentication(deps, { fallback: MEMBERS, when: (request) => text(request.body, 'role') === 'admin' }),
+    ],
+  };
+  const reinvitingAdmin = {
+    preHandler: [
+      adminOnly,
+      requireRecentAuthentication(deps, {
+        fallback: MEMBERS,
+        when: async (request) => (await pendingInvitationRole(ctxOf(request, db), (request.params as { id: string }).id)) === 'admin',
+      }),
+    ],
+  };
+
+  app.post(MEMBERS, asAdmin, async (request, reply) => {
     requireAdmin(request);
     const values = { email: text(request.body, 'email').trim(), role: text(request.body, 'role') };
     try {
@@ -29,7 +49,7 @@ export const invitationPages: FastifyPluginAsync<DashboardDeps> = async (app, { 
     }
   });
 
-  app.post<{ Params: { id: string } }>(`${INVITATIONS}/:id/resend`, async (request, reply) => {
+  app.post<{ Params: { id: string } }>(`${INVITATIONS}/:id/resend`, reinvitingAdmin, async (request, reply) => {
     requireAdmin(request);
     const link = await resendInvitation(ctxOf(request, db), identity, request.params.id, originOf(request));
     if (link.mail.status === 'sent') {

@@ -52,11 +52,20 @@ export const memberSecurityPages: FastifyPluginAsync<DashboardDeps> = async (app
       const member = await memberOfOrg(db, session.orgId, request.params.userId);
       await assertAdminOfEveryOrgOf(db, session.userId, member.id);
       const removed = await resetTwoFactor(db, member.id, causeOf(request, session.userId), new Date());
+      // Their sessions ended with their factors, this one too when it was one's own.
+      if (member.id === session.userId) {
+        reply.clearCookie(SESSION_COOKIE, { path: '/' });
+        return reply.redirect('/login', 303);
+      }
       const what =
         removed.totp || removed.passkeys > 0
           ? 'Their authenticator app, recovery codes and passkeys are removed.'
           : 'They had no second factor.';
-      flash(reply, `Two-factor authentication of ${member.email} is reset. ${what}`);
+      const ended = removed.ended_sessions;
+      flash(
+        reply,
+        `Two-factor authentication of ${member.email} is reset. ${what} They are signed out everywhere (${ended} session${ended === 1 ? '' : 's'} ended).`,
+      );
       return reply.redirect(MEMBERS, 303);
     },
   );

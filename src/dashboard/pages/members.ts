@@ -5,11 +5,12 @@ import { changeMemberRole, listOrgMembers, removeOrgMember, type MemberView } fr
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { ctxOf, flash, requireAdmin, takeFlash, text } from '../context.js';
+import { ctxOf, flash, originOf, requireAdmin, takeFlash, text } from '../context.js';
 import { html, plural, type FieldErrors, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { memberSignInActions } from './memberSecurity.js';
+import { reauthenticationNeeded } from '../reauth.js';
 import { inviteForm, newLinkBox, pendingInvitations, type InviteValues } from './invitationViews.js';
 
 export const MEMBERS = '/settings/members';
@@ -106,7 +107,8 @@ export async function membersPage(request: FastifyRequest, reply: FastifyReply, 
   );
 }
 
-export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }) => {
+export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db } = deps;
   const listPage = (request: FastifyRequest, reply: FastifyReply, options: MembersPageOptions = {}) =>
     membersPage(request, reply, db, options);
 
@@ -179,6 +181,9 @@ export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }
     return listPage(request, reply);
   });
 
+  // A confirmation page is the answer to a POST: its address, reloaded or come back to (after /reauth), is the list.
+  for (const path of [`${MEMBERS}/role`, `${MEMBERS}/remove`]) app.get(path, async (_request, reply) => reply.redirect(MEMBERS, 303));
+
   app.post(`${MEMBERS}/role`, async (request, reply) => {
     requireAdmin(request);
     const email = text(request.body, 'email');
@@ -192,8 +197,12 @@ export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }
     if (demoting && member.active_keys > 0 && !member.onlyAdmin && text(request.body, 'confirm') !== 'yes') {
       return confirmPage(reply, request, member, 'demote');
     }
+    // Who holds power changes (IDENTITY.md rule 11): a recent proof of identity first. Asked here, after
+    // the confirmation page, so that with REAUTH_MINUTES=0 the single-use pass is spent on the change.
+    const reauth = await reauthenticationNeeded(request, reply, deps, MEMBERS);
+    if (reauth) return reply.redirect(reauth, 303);
     try {
-      const changed = await changeMemberRole(ctxOf(request, db), { email: member.email, role });
+      const changed = await changeMemberRole(ctxOf(request, db), { email: member.email, role }, originOf(request));
       const now = `${changed.email} is now ${changed.role === 'admin' ? 'an admin' : 'a member'}.`;
       return done(reply, request, changed.email, demoting ? now + revokedSentence(changed.revoked_keys) : now);
     } catch (error) {
@@ -209,8 +218,12 @@ export const memberPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }
     requireAdmin(request);
     const member = await memberNamed(request, text(request.body, 'email'));
     if (!member.onlyAdmin && text(request.body, 'confirm') !== 'yes') return confirmPage(reply, request, member, 'remove');
+    // Who holds power changes (IDENTITY.md rule 11): a recent proof of identity first. Asked here, after
+    // the confirmation page, so that with REAUTH_MINUTES=0 the single-use pass is spent on the change.
+    const reauth = await reauthenticationNeeded(request, reply, deps, MEMBERS);
+    if (reauth) return reply.redirect(reauth, 303);
     try {
-      const removed = await removeOrgMember(ctxOf(request, db), { email: member.email });
+      const removed = await removeOrgMember(ctxOf(request, db), { email: member.email }, originOf(request));
       return done(reply, request, removed.email, `Removed ${removed.email}.${revokedSentence(removed.revoked_keys)}`);
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;

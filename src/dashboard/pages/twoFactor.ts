@@ -2,7 +2,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnavailableError } from '../../domain/errors.js';
 import { secondFactorsOf } from '../../domain/identity/totp.js';
 import { confirmTotpSetup, renewRecoveryCodes, startTotpSetup, totpStateOf, turnOffTotp } from '../../domain/identity/twoFactorSetup.js';
-import { flash, takeFlash, text } from '../context.js';
+import { flash, startSession, takeFlash, text } from '../context.js';
+import { rotateSession } from '../../domain/sessions/sessions.js';
 import { requireRecentAuthentication } from '../reauth.js';
 import { listPasskeys } from '../../domain/identity/passkeys.js';
 import { passkeySection } from './passkeyViews.js';
@@ -20,7 +21,7 @@ import { beginSignIn } from '../devices.js';
  * sign-in throttle: a stolen session must not be a way to guess codes).
  */
 export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
-  const { db, secret } = deps;
+  const { db, secret, secureCookies } = deps;
   const person = (request: FastifyRequest) => ({ id: request.session!.userId, email: request.session!.email });
 
   async function send(request: FastifyRequest, reply: FastifyReply, status: number, body: Html) {
@@ -95,17 +96,35 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
       const alert = state.confirmed ? 'Two-factor authentication is already on.' : 'Start the set-up first.';
       return show(request, reply, 409, { alert });
     }
-    const codes = await confirmTotpSetup(db, secret, person(request), code, causeOf(request, request.session!.userId), new Date());
-    if (!codes)
+    const session = request.session!;
+    const confirmed = await confirmTotpSetup(
+      db,
+      secret,
+      person(request),
+      code,
+      causeOf(request, session.userId),
+      new Date(),
+      session.sessionHash,
+    );
+    if (!confirmed)
       return show(request, reply, 400, {
         errors: { code: 'That code is not right. Check the code in your app (and its clock) and try again.' },
       });
+    // A privilege change: the other sessions ended, this one gets a new token (rotation).
+    const rotated = await rotateSession(db, request.sessionToken!);
+    if (rotated) {
+      await startSession(request, reply, db, rotated, secureCookies);
+      request.session = { ...session, sessionHash: rotated.idHash, csrfToken: rotated.csrfToken };
+    }
+    const others = confirmed.ended_sessions;
     return send(
       request,
       reply,
       200,
-      html`<div class="notice" role="status">Two-factor authentication is on.</div>
-        ${recoveryCodesView(codes)}`,
+      html`<div class="notice" role="status">
+          Two-factor authentication is on.${others > 0 ? ` ${others} other session${others === 1 ? ' was' : 's were'} signed out.` : ''}
+        </div>
+        ${recoveryCodesView(confirmed.codes)}`,
     );
   });
 

@@ -9,11 +9,12 @@ import {
   type EndpointView,
   type EndpointWithSecret,
 } from '../../domain/webhooks/endpoints.js';
-import { ctxOf, flash, requireAdmin, takeFlash } from '../context.js';
+import { adminOnly, ctxOf, flash, requireAdmin, takeFlash } from '../context.js';
 import { emptyState, html, plural, type Html } from '../html.js';
 import { icon } from '../icons.js';
 import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { requireRecentAuthentication } from '../reauth.js';
 import { WEBHOOKS } from './developerTabs.js';
 import { secretCard, statusText, when } from './webhooks.js';
 
@@ -71,7 +72,18 @@ function attemptRows(endpoint: EndpointView, attempts: AttemptView[], csrfField:
 }
 
 /** One endpoint: its state, actions (enable/disable, test, roll, delete) and its delivery log. */
-export const webhookDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }) => {
+export const webhookDetailPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db } = deps;
+  /**
+   * A new signing secret and a re-enabled endpoint both send the organisation's events somewhere
+   * (IDENTITY.md rule 11): a recent proof of identity first, as for creating an endpoint.
+   */
+  const sensitive = {
+    preHandler: [
+      adminOnly,
+      requireRecentAuthentication(deps, { fallback: (request) => `${WEBHOOKS}/${(request.params as { id: string }).id}` }),
+    ],
+  };
   async function detailPage(request: FastifyRequest<Params>, reply: FastifyReply, rolled?: EndpointWithSecret) {
     const ctx = ctxOf(request, db);
     const session = request.session!;
@@ -157,7 +169,7 @@ export const webhookDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
     });
   }
 
-  app.post<Params>(`${WEBHOOKS}/:id/roll`, async (request, reply) => {
+  app.post<Params>(`${WEBHOOKS}/:id/roll`, sensitive, async (request, reply) => {
     requireAdmin(request);
     const rolled = await rollSecret(ctxOf(request, db), request.params.id);
     // Shown in this response only, like a new endpoint's secret.
@@ -171,7 +183,7 @@ export const webhookDetailPages: FastifyPluginAsync<DashboardDeps> = async (app,
     return reply.redirect(WEBHOOKS, 303);
   });
 
-  app.post<Params>(`${WEBHOOKS}/:id/enable`, async (request, reply) => {
+  app.post<Params>(`${WEBHOOKS}/:id/enable`, sensitive, async (request, reply) => {
     requireAdmin(request);
     const endpoint = await enableEndpoint(ctxOf(request, db), request.params.id);
     flash(reply, `Enabled ${endpoint.url}. Deliveries still waiting are sent again.`);

@@ -36,6 +36,11 @@ export const MEMBER_EVENT_TYPES = [
   'member.signed_out_everywhere',
   'member.two_factor_reset',
   'member.reauthenticated',
+  // Changes of privilege (IDENTITY.md rule 12): by an admin, or by the operator's CLI (actor: system).
+  'member.added',
+  'member.role_changed',
+  'member.removed',
+  'member.password_set',
   // The organisation's sign-in settings (object: the organisation).
   'security.sso_set',
   'security.sso_removed',

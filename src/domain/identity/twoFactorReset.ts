@@ -41,22 +41,25 @@ export async function assertAdminOfEveryOrgOf(db: Kysely<Database>, adminId: str
 /**
  * An admin resets a member's two-factor (a lost phone, a lost security key): their TOTP factor,
  * recovery codes and passkeys are deleted, and pending sign-ins waiting for a second factor end.
- * Their next sign-in is by password alone; if the organisation requires two-factor of them they
- * are sent to enrol again. Recorded as member.two_factor_reset with what was removed.
+ * Every session of theirs ends too (IDENTITY.md rule 13: a session opened with the old factors,
+ * perhaps on the lost device, must not outlive them). Their next sign-in is by password alone; if
+ * the organisation requires two-factor of them they are sent to enrol again. Recorded as
+ * member.two_factor_reset with what was removed and the number of sessions ended.
  */
 export async function resetTwoFactor(
   db: Kysely<Database>,
   userId: string,
   cause: IdentityCause,
   now: Date,
-): Promise<{ totp: boolean; passkeys: number; recovery_codes: number }> {
+): Promise<{ totp: boolean; passkeys: number; recovery_codes: number; ended_sessions: number }> {
   return db.transaction().execute(async (trx) => {
     const user = await trx.selectFrom('users').select('email').where('id', '=', userId).executeTakeFirstOrThrow();
     const totp = Number((await trx.deleteFrom('totp_factors').where('user_id', '=', userId).executeTakeFirst()).numDeletedRows);
     const codes = Number((await trx.deleteFrom('recovery_codes').where('user_id', '=', userId).executeTakeFirst()).numDeletedRows);
     const passkeys = Number((await trx.deleteFrom('passkeys').where('user_id', '=', userId).executeTakeFirst()).numDeletedRows);
     await trx.deleteFrom('auth_challenges').where('user_id', '=', userId).execute();
-    const removed = { totp: totp > 0, passkeys, recovery_codes: codes };
+    const ended = Number((await trx.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst()).numDeletedRows);
+    const removed = { totp: totp > 0, passkeys, recovery_codes: codes, ended_sessions: ended };
     await recordMemberEvent(
       trx,
       await orgsOfUser(trx, userId),
@@ -67,6 +70,7 @@ export async function resetTwoFactor(
       {
         totp: String(removed.totp),
         passkeys: String(passkeys),
+        ended_sessions: String(ended),
       },
     );
     return removed;

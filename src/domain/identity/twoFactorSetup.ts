@@ -70,7 +70,10 @@ export async function startTotpSetup(db: Kysely<Database>, secretKey: string, pe
 
 /**
  * Confirms the set-up with a code of its secret: the factor is on, and the 10 recovery codes
- * (returned once, stored hashed) replace any old ones. Null for a wrong code or no set-up.
+ * (returned once, stored hashed) replace any old ones. Every other session of the person ends
+ * (IDENTITY.md rule 13: whoever signed in without the new factor is signed out); `keepSession`,
+ * the id hash of the session confirming, is kept (its caller rotates it). Null for a wrong code or
+ * no set-up.
  */
 export async function confirmTotpSetup(
   db: Kysely<Database>,
@@ -79,7 +82,8 @@ export async function confirmTotpSetup(
   code: string,
   cause: IdentityCause,
   now: Date,
-): Promise<string[] | null> {
+  keepSession: string | null,
+): Promise<{ codes: string[]; ended_sessions: number } | null> {
   // Accepting the code also records its step: the same code cannot then sign in (replay).
   if (!(await acceptTotpCode(db, secretKey, person.id, code, now, { confirmed: false }))) return null;
   const fresh = await newRecoveryCodes();
@@ -92,10 +96,14 @@ export async function confirmTotpSetup(
       .executeTakeFirst();
     if (Number(confirmed.numUpdatedRows) !== 1) return null;
     const codes = await replaceRecoveryCodes(trx, person.id, now, fresh);
+    let others = trx.deleteFrom('sessions').where('user_id', '=', person.id);
+    if (keepSession !== null) others = others.where('id_hash', '!=', keepSession);
+    const ended = Number((await others.executeTakeFirst()).numDeletedRows);
     await recordMemberEvent(trx, await orgsOfUser(trx, person.id), 'member.two_factor_enabled', member(person), cause, now, {
       method: 'totp',
+      ended_sessions: String(ended),
     });
-    return codes;
+    return { codes, ended_sessions: ended };
   });
 }
 

@@ -1,6 +1,7 @@
 import type { Role } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ForbiddenError } from '../errors.js';
+import { causeOfCtx } from '../identity/invitations.js';
 import { removeMember, setRole } from './orgs.js';
 
 /** Member management is for people who are admins of the organisation, never for API keys. */
@@ -48,13 +49,13 @@ export async function listOrgMembers(ctx: Ctx): Promise<MemberView[]> {
   }));
 }
 
-/** Demoting an admin revokes the keys they created (see setRole). */
-export async function changeMemberRole(ctx: Ctx, input: { email: string; role: string }) {
+/** Demoting an admin revokes the keys they created (see setRole); in Activity with the admin and `origin`. */
+export async function changeMemberRole(ctx: Ctx, input: { email: string; role: string }, origin: string | null) {
   requireAdmin(ctx);
-  return setRole(ctx.db, { orgId: ctx.orgId, ...input }, ctx.now);
+  return setRole(ctx.db, { orgId: ctx.orgId, ...input }, ctx.now, causeOfCtx(ctx, origin));
 }
 
-export async function removeOrgMember(ctx: Ctx, input: { email: string }) {
+export async function removeOrgMember(ctx: Ctx, input: { email: string }, origin: string | null) {
   requireAdmin(ctx);
-  return removeMember(ctx.db, { orgId: ctx.orgId, email: input.email }, ctx.now);
+  return removeMember(ctx.db, { orgId: ctx.orgId, email: input.email }, ctx.now, causeOfCtx(ctx, origin));
 }

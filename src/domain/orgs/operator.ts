@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { ValidationError, type FieldError } from '../errors.js';
+import { OPERATOR, orgsOfUser, recordMemberEvent } from '../events/memberEvents.js';
+import { nowIso } from '../ids.js';
 import { checkPassword, findMember } from './orgs.js';
 import { hashPassword } from './passwords.js';
 
@@ -45,11 +47,14 @@ export async function listOrgs(db: Kysely<Database>): Promise<OrgSummary[]> {
 
 /**
  * Sets a member's password (an operator's reset: no old password needed) and ends every dashboard
- * session they have, in any organisation: whoever signed in with the old password is signed out.
+ * session they have, in any organisation, and every open reset link of theirs (IDENTITY.md rule
+ * 13): whoever signed in with the old password is signed out, and no older link sets another one.
+ * In Activity as member.password_set by the system, in each of their organisations.
  */
 export async function setPassword(
   db: Kysely<Database>,
   input: { orgId: string; email: string; password: string },
+  now = new Date(),
 ): Promise<{ id: string; email: string; ended_sessions: number }> {
   const errors: FieldError[] = [];
   checkPassword(input.password, errors);
@@ -59,8 +64,24 @@ export async function setPassword(
   const passwordHash = await hashPassword(input.password);
   const ended = await db.transaction().execute(async (trx) => {
     await trx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', member.id).execute();
+    await trx
+      .updateTable('password_resets')
+      .set({ used_at: nowIso(now) })
+      .where('user_id', '=', member.id)
+      .where('used_at', 'is', null)
+      .execute();
     const result = await trx.deleteFrom('sessions').where('user_id', '=', member.id).executeTakeFirst();
-    return Number(result.numDeletedRows);
+    const ended = Number(result.numDeletedRows);
+    await recordMemberEvent(
+      trx,
+      await orgsOfUser(trx, member.id),
+      'member.password_set',
+      { object: 'member', id: member.id, email: member.email },
+      OPERATOR,
+      now,
+      { ended_sessions: String(ended) },
+    );
+    return ended;
   });
   return { id: member.id, email: member.email, ended_sessions: ended };
 }

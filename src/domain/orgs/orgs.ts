@@ -4,6 +4,7 @@ import type { Database, Role } from '../../db/schema.js';
 import { revokeKeysCreatedBy } from '../apiKeys/apiKeys.js';
 import { keysRevoked } from '../apiKeys/keyCache.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
+import { OPERATOR, recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
 import { newId, nowIso } from '../ids.js';
 import { checkEmail } from '../validation.js';
 import { hashPassword } from './passwords.js';
@@ -88,10 +89,15 @@ async function requireOrg(db: Kysely<Database>, orgId: string): Promise<void> {
   if (!org) throw new NotFoundError(`No organisation ${orgId}.`);
 }
 
+/**
+ * Adds a member with a password (the operator's `orgdata users add`, scripted set-ups): in
+ * Activity as member.added with the role, by the system unless `cause` says otherwise.
+ */
 export async function addUser(
   db: Kysely<Database>,
   input: { orgId: string; email: string; password: string; role: string },
   now = new Date(),
+  cause: IdentityCause = OPERATOR,
 ): Promise<UserView & { role: Role; created: boolean }> {
   const errors: FieldError[] = [];
   checkEmail('email', input.email, errors);
@@ -114,6 +120,7 @@ export async function addUser(
       .insertInto('memberships')
       .values({ org_id: input.orgId, user_id: user.id, role, created_at: nowIso(now) })
       .execute();
+    await recordMemberEvent(trx, [input.orgId], 'member.added', { object: 'member', id: user.id, email: user.email, role }, cause, now);
     return { ...user, role };
   });
 }
@@ -143,11 +150,14 @@ export async function findMember(db: Kysely<Database>, orgId: string, email: str
 /**
  * Changes a member's role. Demoting an admin revokes, in the same transaction, every key they
  * created in this organisation (the seed: a key stops working when its creator loses admin access).
+ * A change is in Activity as member.role_changed (`from`, `to`, `revoked_keys`), by `cause`: the
+ * admin who made it, or the system (the operator's CLI).
  */
 export async function setRole(
   db: Kysely<Database>,
   input: { orgId: string; email: string; role: string },
   now = new Date(),
+  cause: IdentityCause = OPERATOR,
 ): Promise<UserView & { role: Role; revoked_keys: number }> {
   const errors: FieldError[] = [];
   const role = input.role;
@@ -164,6 +174,17 @@ export async function setRole(
       revoked = await revokeKeysCreatedBy(trx, input.orgId, member.id, 'creator_demoted', now);
     }
     await trx.updateTable('memberships').set({ role }).where('org_id', '=', input.orgId).where('user_id', '=', member.id).execute();
+    if (member.role !== role) {
+      await recordMemberEvent(
+        trx,
+        [input.orgId],
+        'member.role_changed',
+        { object: 'member', id: member.id, email: member.email, role },
+        cause,
+        now,
+        { from: member.role, to: role, revoked_keys: String(revoked) },
+      );
+    }
     return { id: member.id, email: member.email, role, revoked_keys: revoked, demoted: member.role === 'admin' && role === 'member' };
   });
   // Caches drop every key, the revoked ones and any key of theirs a racing creation kept alive
@@ -172,11 +193,15 @@ export async function setRole(
   return { id: result.id, email: result.email, role: result.role, revoked_keys: result.revoked_keys };
 }
 
-/** Removes a member; an admin's keys are revoked in the same transaction. */
+/**
+ * Removes a member; an admin's keys are revoked in the same transaction. In Activity as
+ * member.removed (with the role they had and `revoked_keys`), by `cause`.
+ */
 export async function removeMember(
   db: Kysely<Database>,
   input: { orgId: string; email: string },
   now = new Date(),
+  cause: IdentityCause = OPERATOR,
 ): Promise<{ id: string; email: string; revoked_keys: number }> {
   const result = await db.transaction().execute(async (trx) => {
     await lockOrg(trx, input.orgId);
@@ -188,6 +213,15 @@ export async function removeMember(
     // Their dashboard sessions in this organisation end too (being added back must not revive them).
     await trx.deleteFrom('sessions').where('user_id', '=', member.id).where('org_id', '=', input.orgId).execute();
     await trx.deleteFrom('memberships').where('org_id', '=', input.orgId).where('user_id', '=', member.id).execute();
+    await recordMemberEvent(
+      trx,
+      [input.orgId],
+      'member.removed',
+      { object: 'member', id: member.id, email: member.email, role: member.role },
+      cause,
+      now,
+      { revoked_keys: String(revoked) },
+    );
     return { id: member.id, email: member.email, revoked_keys: revoked, wasAdmin: member.role === 'admin' };
   });
   if (result.wasAdmin) await keysRevoked();

@@ -7,6 +7,8 @@ import { verifyPassword } from '../orgs/passwords.js';
 import { switchRefusedBySso } from '../identity/ssoSignIn.js';
 
 export const SESSION_DAYS = 7;
+/** SESSION_IDLE_MINUTES's default: a session not seen for 12 hours ends (IDENTITY.md rule 14). */
+export const DEFAULT_SESSION_IDLE_MINUTES = 720;
 const DAY_MS = 86_400_000;
 // A real argon2id hash of a random password: verifying against it when the email is unknown takes
 // as long as a real check, so response times do not tell which emails have accounts.
@@ -48,6 +50,15 @@ export interface SessionOpening {
 
 // last_seen_at is written when a request finds it older than this, not on every request.
 const SEEN_EVERY_MS = 60_000;
+
+/**
+ * When a session last seen at `lastSeen` is idle for good: SESSION_IDLE_MINUTES after it, plus
+ * SEEN_EVERY_MS, as the last request may have come up to that long after last_seen_at was written
+ * (a session ends up to a minute late, never early).
+ */
+function idleSince(now: Date, idleMinutes: number): string {
+  return nowIso(new Date(now.getTime() - idleMinutes * 60_000 - SEEN_EVERY_MS));
+}
 
 async function membershipsOf(db: Kysely<Database>, userId: string) {
   return db
@@ -148,11 +159,40 @@ export async function openSession(
 }
 
 /**
- * The session behind a cookie, with the user's role read fresh on every request: a member who is
- * demoted or removed loses access at once. Null when the session is unknown, expired, or the
- * user no longer belongs to the session's organisation.
+ * A new token (and CSRF token) for the same session: the rotation of a privilege change that is no
+ * sign-in (turning on two-factor). Everything else about the session is kept; the old cookie no
+ * longer opens it. Null when the session is gone.
  */
-export async function findSession(db: Kysely<Database>, token: string, now: Date, seenFrom?: string): Promise<SessionView | null> {
+export async function rotateSession(
+  db: Kysely<Database>,
+  token: string,
+): Promise<{ token: string; expiresAt: Date; idHash: string; csrfToken: string } | null> {
+  const row = await db.selectFrom('sessions').select('expires_at').where('id_hash', '=', hashToken(token)).executeTakeFirst();
+  if (!row) return null;
+  const fresh = randomBytes(32).toString('base64url');
+  const csrfToken = randomBytes(24).toString('base64url');
+  const moved = await db
+    .updateTable('sessions')
+    .set({ id_hash: hashToken(fresh), csrf_token: csrfToken })
+    .where('id_hash', '=', hashToken(token))
+    .executeTakeFirst();
+  if (Number(moved.numUpdatedRows) !== 1) return null;
+  return { token: fresh, expiresAt: new Date(row.expires_at), idHash: hashToken(fresh), csrfToken };
+}
+
+/**
+ * The session behind a cookie, with the user's role read fresh on every request: a member who is
+ * demoted or removed loses access at once. Null when the session is unknown, expired, idle for
+ * longer than `idleMinutes` (SESSION_IDLE_MINUTES: it is then ended), or the user no longer
+ * belongs to the session's organisation.
+ */
+export async function findSession(
+  db: Kysely<Database>,
+  token: string,
+  now: Date,
+  seenFrom?: string,
+  idleMinutes = DEFAULT_SESSION_IDLE_MINUTES,
+): Promise<SessionView | null> {
   if (token.length < 20 || token.length > 100) return null;
   const idHash = hashToken(token);
   const row = await db
@@ -180,6 +220,11 @@ export async function findSession(db: Kysely<Database>, token: string, now: Date
     .where('sessions.id_hash', '=', idHash)
     .executeTakeFirst();
   if (!row || row.expires_at <= nowIso(now) || row.deactivated_at !== null || !row.role) return null;
+  // A session from before last_seen_at existed (migration 021) has none until this request writes it.
+  if (row.last_seen_at !== null && row.last_seen_at < idleSince(now, idleMinutes)) {
+    await db.deleteFrom('sessions').where('id_hash', '=', idHash).execute();
+    return null;
+  }
   if (seenFrom !== undefined && (row.last_seen_at === null || Date.parse(row.last_seen_at) < now.getTime() - SEEN_EVERY_MS)) {
     await db
       .updateTable('sessions')
@@ -214,6 +259,11 @@ export async function switchOrg(db: Kysely<Database>, token: string, session: Se
   await db.updateTable('sessions').set({ org_id: orgId }).where('id_hash', '=', hashToken(token)).execute();
 }
 
-export async function purgeExpiredSessions(db: Kysely<Database>, now: Date): Promise<void> {
-  await db.deleteFrom('sessions').where('expires_at', '<=', nowIso(now)).execute();
+/** Deletes the sessions past SESSION_DAYS or idle past `idleMinutes` (housekeeping: findSession refuses them anyway). */
+export async function purgeExpiredSessions(db: Kysely<Database>, now: Date, idleMinutes = DEFAULT_SESSION_IDLE_MINUTES): Promise<void> {
+  const idle = idleSince(now, idleMinutes);
+  await db
+    .deleteFrom('sessions')
+    .where((eb) => eb.or([eb('expires_at', '<=', nowIso(now)), eb('last_seen_at', '<', idle)]))
+    .execute();
 }
