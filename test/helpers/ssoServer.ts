@@ -67,3 +67,12 @@ export async function passwordSignIn(
 
 export const sessionCookieOf = (response: Response) =>
   response.headers.getSetCookie().find((c) => c.startsWith('od_session=') && !c.startsWith('od_session=;'));
+
+/**
+ * Approves an organisation's SSO domains as the operator does (IDENTITY.md rule 9: a domain
+ * routes, links and auto-joins only once verified). Every test that sets SSO up and expects it to
+ * work calls this after setting it.
+ */
+export async function approveSsoDomains(_env: ServerEnv, _orgId: string, _domains: readonly string[]): Promise<void> {
+  // Before rule 9, every claimed domain counted at once: nothing to approve.
+}
