@@ -75,6 +75,12 @@ export interface Config {
   reauthMinutes: number;
   /** Lets an SSO issuer be http:// or a private, loopback or link-local address (development and tests). */
   ssoAllowPrivateIssuers: boolean;
+  /**
+   * DNS_SERVERS: the servers (`IP:port`) that SSO domain verification asks for TXT records; null:
+   * the system's resolver (/etc/resolv.conf). For tests (a DNS server of their own) and for
+   * installations whose system resolver should not be used.
+   */
+  dnsServers: string[] | null;
 }
 
 export interface S3Settings {

@@ -24,8 +24,18 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
   let victim = '';
 
   const newOrg = async (name: string, adminEmail: string) =>
-    (await cli<{ org: { id: string } }>(env.env, ['org', 'create', '--name', name, '--admin-email', adminEmail, '--admin-password', PASSWORD]))
-      .org.id;
+    (
+      await cli<{ org: { id: string } }>(env.env, [
+        'org',
+        'create',
+        '--name',
+        name,
+        '--admin-email',
+        adminEmail,
+        '--admin-password',
+        PASSWORD,
+      ])
+    ).org.id;
   const setSso = (orgId: string, domains: string, extra: string[] = []) =>
     runCli(
       env.env,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
 
@@ -55,6 +56,30 @@ function trustProxy(env: Env): boolean | string {
     throw new ConfigError('TRUST_PROXY', `must be true, false or a list of addresses/CIDRs, got "${raw}"`);
   }
   return raw;
+}
+
+/**
+ * DNS_SERVERS: `host:port[,host:port]` (an IPv6 address in brackets: `[::1]:53`), the servers SSO
+ * domain verification asks instead of the system's; null (unset) for the system's resolver.
+ */
+function dnsServers(env: Env): string[] | null {
+  const raw = env.DNS_SERVERS;
+  if (raw === undefined || raw.trim() === '') return null;
+  const servers = raw.split(',').map((part) => part.trim());
+  for (const server of servers) {
+    const match = /^(?:\[([0-9a-fA-F:.]+)\]|([0-9.]+)):(\d{1,5})$/.exec(server);
+    const host = match?.[1] ?? match?.[2] ?? '';
+    const port = Number(match?.[3]);
+    const family = match?.[1] !== undefined ? 6 : 4;
+    if (!match || isIP(host) !== family || port < 1 || port > 65535) {
+      throw new ConfigError(
+        'DNS_SERVERS',
+        `must be a comma-separated list of IP address:port, such as 127.0.0.1:5353 or [::1]:53 (no host names), got "${server}"`,
+      );
+    }
+  }
+  if (servers.length > 10) throw new ConfigError('DNS_SERVERS', 'must name at most 10 servers');
+  return servers;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -257,5 +282,6 @@ export function loadConfig(env: Env = process.env, options: LoadOptions = {}): C
     resetTtlMinutes: int(env, 'RESET_TTL_MINUTES', 60, 1, 24 * 60),
     reauthMinutes: int(env, 'REAUTH_MINUTES', 10, 0, 24 * 60),
     ssoAllowPrivateIssuers: bool(env, 'SSO_ALLOW_PRIVATE_ISSUERS', false),
+    dnsServers: dnsServers(env),
   };
 }

@@ -127,6 +127,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     reauthMinutes: options.reauthMinutes,
     ssoAllowPrivateIssuers: options.ssoAllowPrivateIssuers,
     oidc: options.oidc,
+    txtLookup: options.txtLookup,
   };
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
