@@ -15,6 +15,7 @@ import { sqliteDataVersionGuard } from './infra/keyCache/sqliteGuard.js';
 import { ServiceMetrics } from './infra/metrics.js';
 import { MemorySignInThrottle } from './infra/signInThrottle/memorySignInThrottle.js';
 import { openIdClient } from './infra/oidc/openIdClient.js';
+import { txtResolver } from './infra/dns/txtResolver.js';
 import { dashboard, notFoundPage } from './dashboard/plugin.js';
 import type { SignInThrottle } from './dashboard/signInThrottle.js';
 import { authenticatedApi } from './http/api.js';
@@ -267,6 +268,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sessionIdleMinutes: config.sessionIdleMinutes,
     ssoAllowPrivateIssuers: config.ssoAllowPrivateIssuers,
     oidc: openIdClient({ allowPrivate: config.ssoAllowPrivateIssuers }),
+    txtLookup: txtResolver({ servers: config.dnsServers }),
   });
   await app.register(docsRoutes, { openApi });
   // The request log's rows are written in batches; what is left is written when the app closes

@@ -19,7 +19,7 @@ import { showRequest } from './cli/requests.js';
 import { inviteCommand, resetLinkCommand } from './cli/identity.js';
 import { orgPolicyCommand } from './cli/orgPolicy.js';
 import { describeFailure } from './cli/failure.js';
-import { ssoCommand } from './cli/sso.js';
+import { ssoCommand, ssoDomainsCommand } from './cli/sso.js';
 import { exportCommand, importCommand, orgExportCommand } from './cli/exchange/commands.js';
 import { version } from './version.js';
 
@@ -52,6 +52,10 @@ const USAGE = `orgdata — operator commands (every command takes --json)
                                      single sign-on (OpenID Connect); reads the client secret from standard input
   orgdata sso show|remove --org ORG_ID
                                      the settings and redirect URI (never the secret); removing it
+  orgdata sso domains list --org ORG_ID
+                                     the SSO domains, verified or not, with the DNS record that proves each
+  orgdata sso domains approve --org ORG_ID --domain DOMAIN
+                                     verify a domain without DNS (only for an organisation you know owns it)
   orgdata keys create --org ORG_ID --admin-email EMAIL --name NAME --scopes a,b [--expires-days N | --never]
   orgdata keys list --org ORG_ID
   orgdata keys revoke --org ORG_ID KEY_ID
@@ -96,6 +100,7 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       issuer: { type: 'string' },
       'client-id': { type: 'string' },
       domains: { type: 'string' },
+      domain: { type: 'string' },
       'auto-join': { type: 'string' },
       require: { type: 'boolean' },
     },
@@ -160,6 +165,8 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     case 'sso show':
     case 'sso remove':
       return ssoCommand(config, action!, values);
+    case 'sso domains':
+      return ssoDomainsCommand(config, rest[0], values);
     case 'org create': {
       const name = required(values, 'name');
       const adminEmail = required(values, 'admin-email');

@@ -82,6 +82,12 @@ export interface Config {
   ssoAllowPrivateIssuers: boolean;
   /** Requests without a session to pages that store or fetch something, per minute: per network and in total (IDENTITY.md rule 15). */
   anonymousRequestsPerMinute: { perNetwork: number; total: number };
+  /**
+   * DNS_SERVERS: the servers (`IP:port`) that SSO domain verification asks for TXT records; null:
+   * the system's resolver (/etc/resolv.conf). For tests (a DNS server of their own) and for
+   * installations whose system resolver should not be used.
+   */
+  dnsServers: string[] | null;
 }
 
 export interface S3Settings {

@@ -6,6 +6,8 @@ import { age, browserOf, enrolPasskey, enrolTotp } from './helpers/identityFacto
 import { inviteMember } from '../src/domain/identity/invitations.js';
 import { openSession } from '../src/domain/sessions/sessions.js';
 import { nowIso } from '../src/domain/ids.js';
+import { newDomainToken } from '../src/domain/identity/ssoDomains.js';
+import { approveSsoDomains } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -31,7 +33,11 @@ async function requireSso(h: Harness, orgId: string, domain: string): Promise<vo
       updated_at: at,
     })
     .execute();
-  await h.db.kysely.insertInto('sso_domains').values({ domain, org_id: orgId }).execute();
+  await h.db.kysely
+    .insertInto('sso_domains')
+    .values({ domain, org_id: orgId, token: newDomainToken(), created_at: at, verified_at: null, verified_method: null })
+    .execute();
+  await approveSsoDomains(h.db, orgId, [domain]);
 }
 
 /**

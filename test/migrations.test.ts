@@ -226,6 +226,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '023_sso_domain_verification',
       '025_bounded_sign_in',
     ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
@@ -305,6 +306,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '023_sso_domain_verification',
       '025_bounded_sign_in',
     ]);
     const rows = await db.kysely
@@ -317,6 +319,69 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       { id: 'evt_2', subject_id: 'con_1', related_id: 'grp_1', actor_type: null, actor_id: null, request_id: null },
       { id: 'evt_3', subject_id: 'con_2', related_id: null, actor_type: null, actor_id: null, request_id: null },
     ]);
+  });
+
+  it('023 keeps SSO domains as unverified claims with a token each; claims share a domain, one holds it verified', async () => {
+    db = await emptyDatabase(dialect);
+    await migrateTo(db, '021_sign_in_factors');
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables as they were before 023
+    const old = db.kysely as unknown as Kysely<any>;
+    const at = '2024-01-01T10:00:00.000Z';
+    await old
+      .insertInto('orgs')
+      .values([
+        { id: 'org_1', name: 'One', created_at: at },
+        { id: 'org_2', name: 'Two', created_at: at },
+      ])
+      .execute();
+    await old
+      .insertInto('sso_domains')
+      .values([
+        { domain: 'one.example', org_id: 'org_1' },
+        { domain: 'also-one.example', org_id: 'org_1' },
+      ])
+      .execute();
+    expect(await migrateToLatest(db)).toContain('023_sso_domain_verification');
+    const rows = await db.kysely.selectFrom('sso_domains').selectAll().orderBy('domain').execute();
+    expect(rows.map((r) => [r.org_id, r.domain, r.verified_at, r.verified_method])).toEqual([
+      ['org_1', 'also-one.example', null, null],
+      ['org_1', 'one.example', null, null],
+    ]);
+    for (const row of rows) expect(row.token).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(rows[0]!.token).not.toBe(rows[1]!.token);
+
+    // Another organisation may claim the same domain; only one may hold it verified.
+    const claim = (orgId: string, verified: boolean) => ({
+      org_id: orgId,
+      domain: 'one.example',
+      token: `t-${orgId}`,
+      created_at: at,
+      verified_at: verified ? at : null,
+      verified_method: verified ? 'dns' : null,
+    });
+    await expect(db.kysely.insertInto('sso_domains').values(claim('org_1', false)).execute()).rejects.toThrow();
+    await db.kysely.insertInto('sso_domains').values(claim('org_2', false)).execute();
+    await db.kysely.updateTable('sso_domains').set({ verified_at: at, verified_method: 'dns' }).where('org_id', '=', 'org_2').execute();
+    await expect(
+      db.kysely
+        .updateTable('sso_domains')
+        .set({ verified_at: at })
+        .where('org_id', '=', 'org_1')
+        .where('domain', '=', 'one.example')
+        .execute(),
+    ).rejects.toThrow();
+
+    // Undone, a domain goes back to one organisation: its verified owner.
+    await migrateTo(db, '021_sign_in_factors');
+    const back = await old.selectFrom('sso_domains').selectAll().orderBy('domain').execute();
+    expect(back).toEqual([
+      { domain: 'also-one.example', org_id: 'org_1' },
+      { domain: 'one.example', org_id: 'org_2' },
+    ]);
+    await migrateToLatest(db);
+    expect(
+      (await db.kysely.selectFrom('sso_domains').select(['org_id', 'verified_at']).execute()).every((r) => r.verified_at === null),
+    ).toBe(true);
   });
 
   it('undoes 006 to 019 and applies them again', async () => {
@@ -340,6 +405,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '023_sso_domain_verification',
       '025_bounded_sign_in',
     ]);
   });

@@ -3,7 +3,7 @@ import type { Db } from '../src/db/database.js';
 import { DIALECTS } from './helpers/harness.js';
 import { CookieJar, startProvider, type TestProvider } from './helpers/oidcProvider.js';
 import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
-import { databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import { approveSsoDomains, databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -93,9 +93,17 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
       issuer: idp.issuer,
       client_id: idp.clientId,
       domains: ['acme-two.test', 'acme.test'],
+      verified_domains: [],
       auto_join: 'off',
       required: false,
     });
+    // The domains lead nowhere until verified (IDENTITY.md rule 9): the operator approves them here.
+    expect((await fetch(`${base}/sso/start?email=alice@acme.test`, { redirect: 'manual' })).status).toBe(400);
+    await approveSsoDomains(env, orgId, ['acme.test', 'acme-two.test']);
+    expect(JSON.parse((await runCli(env.env, ['sso', 'show', '--org', orgId, '--json'])).stdout).verified_domains).toEqual([
+      'acme-two.test',
+      'acme.test',
+    ]);
     expect(out.redirect_uri).toBe(`${base}/sso/callback`);
     expect(set.stdout).not.toContain(idp.clientSecret);
 
@@ -111,7 +119,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     expect((await events('security.sso_set')).length).toBeGreaterThan(0);
   });
 
-  it('refuses an http or private issuer without SSO_ALLOW_PRIVATE_ISSUERS, and a domain another organisation uses', async () => {
+  it('refuses an http or private issuer without SSO_ALLOW_PRIVATE_ISSUERS, and verifying a domain another organisation verified', async () => {
     const strict = { ...env.env, SSO_ALLOW_PRIVATE_ISSUERS: 'false' };
     for (const issuer of [idp.issuer, 'https://127.0.0.1:8443', 'https://localhost']) {
       const r = await runCli(
@@ -141,8 +149,12 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
       ['sso', 'set', '--org', other, '--issuer', idp.issuer, '--client-id', 'x', '--domains', 'other.test, Acme.test', '--json'],
       's\n',
     );
-    expect(taken.code).toBe(1);
-    expect(JSON.parse(taken.stdout).error.message).toContain('acme.test is already used for single sign-on by another organisation');
+    // Claiming it is no obstacle (an unverified claim blocks nobody, IDENTITY.md rule 9); verifying it is.
+    expect(taken.code, taken.stdout).toBe(0);
+    const approve = await runCli(env.env, ['sso', 'domains', 'approve', '--org', other, '--domain', 'acme.test', '--json']);
+    expect(approve.code).toBe(1);
+    expect(JSON.parse(approve.stdout).error.message).toContain('acme.test is already verified for single sign-on by organisation');
+    expect((await fetch(`${base}/sso/start?email=alice@acme.test`, { redirect: 'manual' })).status).toBe(303);
     // The settings of the first organisation are untouched.
     expect(JSON.parse((await runCli(env.env, ['sso', 'show', '--org', orgId, '--json'])).stdout).client_id).toBe(idp.clientId);
   });
@@ -314,5 +326,6 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     expect((await fetch(`${base}/sso/start?email=alice@acme.test`, { redirect: 'manual' })).status).toBe(400);
     expect((await events('security.sso_removed')).length).toBe(1);
     expect((await setSso()).code).toBe(0);
+    await approveSsoDomains(env, orgId, ['acme.test', 'acme-two.test']);
   });
 });

@@ -6,6 +6,7 @@ import { SsoRefused } from '../src/domain/identity/ssoSignIn.js';
 import { openIdClient } from '../src/infra/oidc/openIdClient.js';
 import { signedIn, type DashboardUser } from './helpers/browserSession.js';
 import { addMember, DIALECTS, makeHarness, SECRET, type Harness, type Org } from './helpers/harness.js';
+import { approveSsoDomains } from './helpers/ssoServer.js';
 
 // A public address literal: passes the issuer guard without DNS (nothing is fetched when saving).
 const ISSUER = 'https://93.184.216.34';
@@ -80,9 +81,17 @@ describe.each(DIALECTS)('SSO settings on %s', { timeout: 60_000 }, (dialect) => 
     }
     const other = await h.newOrg('Other');
     const otherAdmin = await signedIn(h, other.adminEmail);
-    const taken = await otherAdmin.post('/settings/security/sso', fields({ domains: 'settings.test' }));
-    expect(taken.statusCode).toBe(400);
-    expect(taken.body).toContain('already used for single sign-on by another organisation');
+    // Another organisation may claim the same domain (an unverified claim blocks nobody, IDENTITY.md
+    // rule 9); once this one holds it verified, the other cannot verify it.
+    const claimed = await otherAdmin.post('/settings/security/sso', fields({ domains: 'settings.test' }));
+    expect(claimed.statusCode).toBe(303);
+    await approveSsoDomains(h.db, org.orgId, ['settings.test']);
+    await expect(approveSsoDomains(h.db, other.orgId, ['settings.test'])).rejects.toThrow(
+      'settings.test is already verified for single sign-on by organisation',
+    );
+    const verify = await otherAdmin.post('/settings/security/sso/domains/verify', { domain: 'settings.test' });
+    expect(verify.statusCode).toBe(409);
+    expect(verify.body).toContain('settings.test is already verified for single sign-on by another organisation');
 
     const events = await h.db.kysely
       .selectFrom('events')
@@ -101,8 +110,14 @@ describe.each(DIALECTS)('SSO settings on %s', { timeout: 60_000 }, (dialect) => 
     expect(types).toContain('security.sso_removed');
   });
 
-  it('offers "Join with SSO" on an invitation whose email is in the organisation\'s SSO domains', async () => {
+  it('offers "Join with SSO" on an invitation whose email is in the organisation\'s verified SSO domains', async () => {
     expect((await admin.post('/settings/security/sso', fields())).statusCode).toBe(303);
+    const unverified = await admin.post('/settings/members', { email: 'early@settings-two.test', role: 'member' });
+    const earlyLink = /<code id="invite-link">\s*http:\/\/orgdata\.test(\/invite\/[A-Za-z0-9_-]{43})/.exec(
+      unverified.headers.location ? (await admin.get(unverified.headers.location as string)).body : unverified.body,
+    )![1]!;
+    expect((await h.app.inject({ method: 'GET', url: earlyLink })).body).not.toContain('Join with SSO');
+    await approveSsoDomains(h.db, org.orgId, ['settings.test', 'settings-two.test']);
     const linkOf = async (email: string) => {
       const res = await admin.post('/settings/members', { email, role: 'member' });
       const body = res.headers.location ? (await admin.get(res.headers.location as string)).body : res.body;

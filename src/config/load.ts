@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
-import { isIP } from 'node:net';
 import { DEFAULT_SESSION_IDLE_MINUTES, SESSION_DAYS } from '../domain/sessions/sessions.js';
 
 /** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
@@ -84,6 +84,30 @@ function trustProxy(env: Env): false | number | string {
     }
   }
   return entries.join(',');
+}
+
+/**
+ * DNS_SERVERS: `host:port[,host:port]` (an IPv6 address in brackets: `[::1]:53`), the servers SSO
+ * domain verification asks instead of the system's; null (unset) for the system's resolver.
+ */
+function dnsServers(env: Env): string[] | null {
+  const raw = env.DNS_SERVERS;
+  if (raw === undefined || raw.trim() === '') return null;
+  const servers = raw.split(',').map((part) => part.trim());
+  for (const server of servers) {
+    const match = /^(?:\[([0-9a-fA-F:.]+)\]|([0-9.]+)):(\d{1,5})$/.exec(server);
+    const host = match?.[1] ?? match?.[2] ?? '';
+    const port = Number(match?.[3]);
+    const family = match?.[1] !== undefined ? 6 : 4;
+    if (!match || isIP(host) !== family || port < 1 || port > 65535) {
+      throw new ConfigError(
+        'DNS_SERVERS',
+        `must be a comma-separated list of IP address:port, such as 127.0.0.1:5353 or [::1]:53 (no host names), got "${server}"`,
+      );
+    }
+  }
+  if (servers.length > 10) throw new ConfigError('DNS_SERVERS', 'must name at most 10 servers');
+  return servers;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -339,5 +363,6 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
       perNetwork: int(env, 'ANONYMOUS_REQUESTS_PER_MINUTE', 120, 1, 1_000_000),
       total: int(env, 'ANONYMOUS_REQUESTS_PER_MINUTE_TOTAL', 2400, 1, 10_000_000),
     },
+    dnsServers: dnsServers(env),
   };
 }

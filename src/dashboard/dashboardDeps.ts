@@ -3,6 +3,7 @@ import type { Database } from '../db/schema.js';
 import type { FileDeps } from '../domain/files/files.js';
 import type { IdentityDeps } from '../domain/identity/mailer.js';
 import type { OpenIdClient } from '../domain/identity/ssoSignIn.js';
+import type { TxtLookup } from '../domain/identity/txtLookup.js';
 import type { UrlPolicy } from '../domain/webhooks/urlGuard.js';
 import type { SignInThrottle } from './signInThrottle.js';
 
@@ -32,4 +33,6 @@ export interface DashboardDeps {
   ssoAllowPrivateIssuers: boolean;
   /** The OpenID Connect relying party of single sign-on (infra/oidc). */
   oidc: OpenIdClient;
+  /** DNS TXT look-ups of the Verify button of SSO domains (infra/dns; DNS_SERVERS). */
+  txtLookup: TxtLookup;
 }

@@ -130,6 +130,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     sessionIdleMinutes: options.sessionIdleMinutes,
     ssoAllowPrivateIssuers: options.ssoAllowPrivateIssuers,
     oidc: options.oidc,
+    txtLookup: options.txtLookup,
   };
   // Under an https PUBLIC_URL every cookie is Secure, whoever sets or clears it (IDENTITY.md rule
   // 18): the plugin's defaults for setCookie and clearCookie, which a call's own options extend.

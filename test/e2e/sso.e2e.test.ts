@@ -5,6 +5,7 @@ import { OPERATOR } from '../../src/domain/events/memberEvents.js';
 import { setSso } from '../../src/domain/identity/ssoConfigs.js';
 import { addUser, createOrg } from '../../src/domain/orgs/orgs.js';
 import { startProvider, type TestProvider } from '../helpers/oidcProvider.js';
+import { approveSsoDomains } from '../helpers/ssoServer.js';
 import { seriousA11yViolations } from './accessibility.js';
 import { ARTIFACTS, hasChromium, launchBrowser, signInAs, startLiveServer, watchConsole, type LiveServer } from './browser.js';
 
@@ -72,6 +73,9 @@ describe.skipIf(!hasChromium)('single sign-on in a browser', { timeout: 120_000 
         await page.getByLabel('Issuer URL').fill(idp.issuer);
         await page.getByRole('button', { name: 'Save single sign-on' }).click();
         expect(await page.getByText('Single sign-on saved.').count()).toBe(1);
+        // The domain leads nowhere until verified: the record to create and its Verify button.
+        expect(await page.getByText('_orgdata-challenge.sso-e2e.test', { exact: true }).count()).toBe(1);
+        expect(await page.getByRole('button', { name: 'Verify sso-e2e.test' }).count()).toBe(1);
       }
       await check(page, 'settings-security-sso', width);
       await context.close();
@@ -96,6 +100,7 @@ describe.skipIf(!hasChromium)('single sign-on in a browser', { timeout: 120_000 
       OPERATOR,
       new Date(),
     );
+    await approveSsoDomains(server.db, orgId, ['sso-e2e.test']);
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     await page.goto(`${server.url}/login`);

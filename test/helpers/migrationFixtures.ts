@@ -397,7 +397,14 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
       })
       .execute();
     const domain = `fixture-${suffix.toLowerCase()}.example.com`;
-    await f.db.insertInto('sso_domains').values({ domain, org_id: f.seed.orgId }).execute();
+    // From 023 on, a domain is a claim with its token (unverified here, as 023 leaves old rows).
+    const claim = f.has('023_sso_domain_verification')
+      ? { token: `token021${suffix}`, created_at: at, verified_at: null, verified_method: null }
+      : {};
+    await f.db
+      .insertInto('sso_domains')
+      .values({ domain, org_id: f.seed.orgId, ...claim })
+      .execute();
     await f.db
       .insertInto('sso_identities')
       .values({ issuer: 'https://id.example.com', subject: `sub-${suffix}`, user_id: f.seed.adminId, created_at: at })
@@ -422,6 +429,36 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     f.seed.rows.push({ table: 'sso_configs', where: { org_id: f.seed.orgId } });
     f.seed.rows.push({ table: 'sso_domains', where: { domain } });
     f.seed.rows.push({ table: 'sso_identities', where: { subject: `sub-${suffix}` } });
+  },
+  // Two organisations claiming one domain: the other organisation's claim verified by the
+  // operator, the seed organisation's not (each with its own token).
+  async '023_sso_domain_verification'(f) {
+    const at = f.at();
+    const suffix = f.seed.orgId.slice(-6);
+    const domain = `shared-${suffix.toLowerCase()}.example.com`;
+    await f.db
+      .insertInto('sso_configs')
+      .values({
+        org_id: f.seed.otherOrgId,
+        issuer: 'https://login.other.example.com',
+        client_id: 'orgdata',
+        client_secret_sealed: 'v1.fixture',
+        auto_join: 'member',
+        required: 'no',
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+    await f.db
+      .insertInto('sso_domains')
+      .values([
+        { org_id: f.seed.otherOrgId, domain, token: `token023a${suffix}`, created_at: at, verified_at: at, verified_method: 'operator' },
+        { org_id: f.seed.orgId, domain, token: `token023b${suffix}`, created_at: at, verified_at: null, verified_method: null },
+      ])
+      .execute();
+    f.seed.rows.push({ table: 'sso_configs', where: { org_id: f.seed.otherOrgId } });
+    f.seed.rows.push({ table: 'sso_domains', where: { token: `token023a${suffix}` } });
+    f.seed.rows.push({ table: 'sso_domains', where: { token: `token023b${suffix}` } });
   },
   // Recovery codes as argon2id (025 wraps older SHA-256 ones); nothing new to seed.
   async '025_bounded_sign_in'() {},

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { OPERATOR } from '../../src/domain/events/memberEvents.js';
+import { approveDomain } from '../../src/domain/identity/ssoDomains.js';
 import type { ServerEnv } from './serverProcess.js';
 import { CookieJar, authorizeAt } from './oidcProvider.js';
 import { csrfIn } from './signInForm.js';
@@ -70,3 +72,23 @@ export async function passwordSignIn(
 
 export const sessionCookieOf = (response: Response) =>
   response.headers.getSetCookie().find((c) => c.startsWith('od_session=') && !c.startsWith('od_session=;'));
+
+/**
+ * Approves an organisation's SSO domains as the operator does (IDENTITY.md rule 9: a domain
+ * routes `/sso/start`, links and auto-joins only once verified). Every test that sets SSO up and
+ * expects it to work calls this right after setting it. With a server's environment it runs
+ * `orgdata sso domains approve` (the CLI, as an operator would); with a database (in-process
+ * tests), the same domain function the CLI calls. Throws when a domain is not approved.
+ */
+export async function approveSsoDomains(target: ServerEnv | Db, orgId: string, domains: readonly string[]): Promise<void> {
+  for (const domain of domains) {
+    if ('kysely' in target) {
+      await approveDomain(target.kysely, orgId, domain, OPERATOR, new Date());
+      continue;
+    }
+    const approved = await runCli(target.env, ['sso', 'domains', 'approve', '--org', orgId, '--domain', domain, '--json']);
+    if (approved.code !== 0) throw new Error(`approving ${domain} failed: ${approved.stdout}${approved.stderr}`);
+    const claim = (JSON.parse(approved.stdout) as { domain: { status: string } }).domain;
+    if (claim.status !== 'verified') throw new Error(`${domain} is not verified after approval: ${approved.stdout}`);
+  }
+}

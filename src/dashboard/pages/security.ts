@@ -4,6 +4,7 @@ import { ValidationError } from '../../domain/errors.js';
 import { hasSecondFactor } from '../../domain/identity/totp.js';
 import { setTwoFactorPolicy, twoFactorPolicyOf } from '../../domain/identity/twoFactorPolicy.js';
 import { ssoSettingsOf } from '../../domain/identity/ssoConfigs.js';
+import { ssoDomainClaimsOf } from '../../domain/identity/ssoDomains.js';
 import { adminOnly, flash, requireAdmin, takeFlash, text } from '../context.js';
 import { html, type Html } from '../html.js';
 import { csrf, page } from '../layout.js';
@@ -65,10 +66,11 @@ export const securityPages: FastifyPluginAsync<DashboardDeps> = async (app, deps
 
   async function securityPage(request: FastifyRequest, reply: FastifyReply, status: number, error?: string) {
     const session = request.session!;
-    const [policy, protectedSelf, sso] = await Promise.all([
+    const [policy, protectedSelf, sso, claims] = await Promise.all([
       twoFactorPolicyOf(db, session.orgId),
       hasSecondFactor(db, session.userId),
       ssoSettingsOf(db, session.orgId),
+      ssoDomainClaimsOf(db, session.orgId),
     ]);
     return reply
       .code(status)
@@ -96,7 +98,7 @@ export const securityPages: FastifyPluginAsync<DashboardDeps> = async (app, deps
               }
               ${error ? html`<div class="alert" role="alert">${error}</div>` : ''} ${policyForm(request, policy.require_two_factor, error)}
             </section>
-            ${ssoSection(session, sso, `${deps.identity.publicUrl}/sso/callback`)}`,
+            ${ssoSection(session, sso, claims, `${deps.identity.publicUrl}/sso/callback`)}`,
         }),
       );
   }

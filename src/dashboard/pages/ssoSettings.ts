@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ValidationError } from '../../domain/errors.js';
 import { removeSso, setSso, ssoSettingsOf, type SsoSettings } from '../../domain/identity/ssoConfigs.js';
+import { DomainNotVerified, ssoDomainClaimsOf, verifyDomainByDns, type SsoDomainClaim } from '../../domain/identity/ssoDomains.js';
 import type { SessionView } from '../../domain/sessions/sessions.js';
 import { adminOnly, flash, takeFlash, text } from '../context.js';
 import { requireRecentAuthentication } from '../reauth.js';
@@ -8,6 +9,7 @@ import { field, fieldErrors, html, type FieldErrors, type Html } from '../html.j
 import { csrf, page } from '../layout.js';
 import { causeOf } from '../signIns.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
+import { ssoDomainList, VERIFY_DOMAIN, type DomainAlert } from './ssoDomainViews.js';
 
 const SECURITY = '/settings/security';
 
@@ -21,14 +23,16 @@ export interface SsoFormValues {
 
 /**
  * The single sign-on section of `/settings/security` (admins): the provider's settings, the
- * redirect URI to register at the provider, and removal. Exported on its own because the page
- * also holds the two-factor policy (built elsewhere): the page is the sum of its sections.
+ * redirect URI to register at the provider, the e-mail domains with their verification, and
+ * removal. Exported on its own because the page also holds the two-factor policy (built
+ * elsewhere): the page is the sum of its sections.
  */
 export function ssoSection(
   session: SessionView,
   settings: SsoSettings | null,
+  claims: SsoDomainClaim[],
   redirectUri: string,
-  options: { errors?: FieldErrors; values?: SsoFormValues; alert?: string } = {},
+  options: { errors?: FieldErrors; values?: SsoFormValues; alert?: string; domainAlert?: DomainAlert } = {},
 ): Html {
   const values: SsoFormValues = options.values ?? {
     issuer: settings?.issuer,
@@ -44,12 +48,25 @@ export function ssoSection(
     <h2 id="sso-heading">Single sign-on (OpenID Connect)</h2>
     <p>
       ${
-        settings
-          ? html`People with an email at <strong>${settings.domains.join(', ')}</strong> can sign in through
-              <strong>${settings.issuer}</strong>.`
-          : html`Not set up: everyone signs in with a password.`
+        !settings
+          ? html`Not set up: everyone signs in with a password.`
+          : settings.verified_domains.length > 0
+            ? html`People with an email at <strong>${settings.verified_domains.join(', ')}</strong> can sign in through
+                <strong>${settings.issuer}</strong>.`
+            : html`No email domain is verified yet: nobody can sign in through <strong>${settings.issuer}</strong> until one is (see below).`
       }
     </p>
+    ${
+      settings?.required && settings.verified_domains.length === 0
+        ? html`<div class="warning">
+            <p>
+              Single sign-on is required but leads nobody here yet: members cannot sign in until a domain is verified. Verify a domain
+              below.
+            </p>
+          </div>`
+        : ''
+    }
+    ${ssoDomainList(session, claims, options.domainAlert)}
     <p>Register orgdata at your provider as a web application with this redirect URI:</p>
     <p><code id="sso-redirect-uri">${redirectUri}</code></p>
     ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
@@ -109,9 +126,9 @@ export const ssoSettingsPages: FastifyPluginAsync<DashboardDeps> = async (app, d
   const policy = { allowPrivate: deps.ssoAllowPrivateIssuers };
   const sensitive = { preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: SECURITY })] };
 
-  async function show(request: FastifyRequest, reply: FastifyReply, status: number, options: Parameters<typeof ssoSection>[3] = {}) {
+  async function show(request: FastifyRequest, reply: FastifyReply, status: number, options: Parameters<typeof ssoSection>[4] = {}) {
     const session = request.session!;
-    const settings = await ssoSettingsOf(db, session.orgId);
+    const [settings, claims] = await Promise.all([ssoSettingsOf(db, session.orgId), ssoDomainClaimsOf(db, session.orgId)]);
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -123,7 +140,7 @@ export const ssoSettingsPages: FastifyPluginAsync<DashboardDeps> = async (app, d
           notice: takeFlash(request, reply),
           body: html`<p><a href="${SECURITY}">Security settings</a></p>
             <h1>Security of ${session.orgName}</h1>
-            ${ssoSection(session, settings, redirectUri, options)}`,
+            ${ssoSection(session, settings, claims, redirectUri, options)}`,
         }),
       );
   }
@@ -161,6 +178,39 @@ export const ssoSettingsPages: FastifyPluginAsync<DashboardDeps> = async (app, d
     }
     flash(reply, 'Single sign-on saved.');
     return reply.redirect(SECURITY, 303);
+  });
+
+  // Verify: the claim's TXT record is looked up now (DNS, outside any transaction, with its
+  // deadline); the outcome is said beside the domain.
+  app.post(VERIFY_DOMAIN, sensitive, async (request, reply) => {
+    const session = request.session!;
+    const domain = text(request.body, 'domain').slice(0, 300);
+    try {
+      const { claim, changed } = await verifyDomainByDns(
+        db,
+        deps.txtLookup,
+        session.orgId,
+        domain,
+        causeOf(request, session.userId),
+        new Date(),
+      );
+      flash(
+        reply,
+        changed
+          ? `${claim.domain} is verified: people with an email at ${claim.domain} can now sign in with single sign-on.`
+          : `${claim.domain} was already verified.`,
+      );
+      return reply.redirect(SECURITY, 303);
+    } catch (error) {
+      if (!(error instanceof DomainNotVerified)) throw error;
+      const status =
+        error.code === 'verified_elsewhere' ? 409 : error.code === 'dns_timeout' ? 504 : error.code === 'dns_failed' ? 502 : 400;
+      const alert = `${domain.trim().toLowerCase() || 'The domain'} was not verified. ${error.message}`;
+      return show(request, reply, status, {
+        alert: error.code === 'not_claimed' ? alert : undefined,
+        domainAlert: { domain: domain.trim().toLowerCase(), message: alert },
+      });
+    }
   });
 
   app.post(`${SECURITY}/sso/remove`, sensitive, async (request, reply) => {

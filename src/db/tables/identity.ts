@@ -98,10 +98,22 @@ export interface SsoConfigsTable {
   updated_at: string;
 }
 
+/**
+ * An organisation's claim on an e-mail domain for its SSO (migration 023). Several organisations
+ * may claim one domain; a claim counts (routes /sso/start, links, auto-joins) only once verified,
+ * and one organisation at most holds a domain verified.
+ */
 export interface SsoDomainsTable {
-  /** Lower-case e-mail domain; leads to one organisation. */
-  domain: string;
   org_id: string;
+  /** Lower-case e-mail domain. */
+  domain: string;
+  /** This claim's proof: the TXT record `_orgdata-challenge.DOMAIN` holds `orgdata-verification=TOKEN`. */
+  token: string;
+  created_at: string;
+  /** Null while unverified. */
+  verified_at: string | null;
+  /** dns | operator; null while unverified. */
+  verified_method: string | null;
 }
 
 export interface SsoIdentitiesTable {

@@ -44,6 +44,8 @@ export const MEMBER_EVENT_TYPES = [
   // The organisation's sign-in settings (object: the organisation).
   'security.sso_set',
   'security.sso_removed',
+  // One of its SSO domains proven (data.domain; data.method: dns | operator), migration 023.
+  'security.sso_domain_verified',
   'security.two_factor_policy_changed',
 ] as const;
 

@@ -5,12 +5,14 @@ import { recordMemberEvent, type IdentityCause } from '../events/memberEvents.js
 import { nowIso } from '../ids.js';
 import { vetWebhookUrl, type Resolve } from '../webhooks/urlGuard.js';
 import { openSecret, sealSecret } from './secretBox.js';
+import { replaceDomainClaims } from './ssoDomains.js';
 
 /**
  * An organisation's single sign-on (IDENTITY.md "Single sign-on"): its OpenID provider (issuer,
- * client id, client secret sealed like a TOTP secret), the e-mail domains that lead to it (each
- * domain to one organisation only: `/sso/start` must know where to send an email), whether
- * people who are not members yet join as `member`, and whether members must use it.
+ * client id, client secret sealed like a TOTP secret), the e-mail domains that lead to it, whether
+ * people who are not members yet join as `member`, and whether members must use it. A domain
+ * typed here is only a claim: it leads to the organisation (routes `/sso/start`, links, auto-joins)
+ * once verified (ssoDomains.ts, IDENTITY.md rule 9), and a verified domain has one owner.
  */
 export const SECRET_PURPOSE = 'sso-client-secret';
 export type AutoJoin = 'member' | 'off';
@@ -18,7 +20,10 @@ export type AutoJoin = 'member' | 'off';
 export interface SsoSettings {
   issuer: string;
   client_id: string;
+  /** Every domain claimed, verified or not. */
   domains: string[];
+  /** The claimed domains that are verified: only these lead to the organisation. */
+  verified_domains: string[];
   auto_join: AutoJoin;
   required: boolean;
   updated_at: string;
@@ -99,11 +104,17 @@ function checkInput(input: SsoInput): { issuer: string; clientId: string; domain
 export async function ssoSettingsOf(db: Kysely<Database>, orgId: string): Promise<SsoSettings | null> {
   const row = await db.selectFrom('sso_configs').selectAll().where('org_id', '=', orgId).executeTakeFirst();
   if (!row) return null;
-  const domains = await db.selectFrom('sso_domains').select('domain').where('org_id', '=', orgId).orderBy('domain').execute();
+  const domains = await db
+    .selectFrom('sso_domains')
+    .select(['domain', 'verified_at'])
+    .where('org_id', '=', orgId)
+    .orderBy('domain')
+    .execute();
   return {
     issuer: row.issuer,
     client_id: row.client_id,
     domains: domains.map((d) => d.domain),
+    verified_domains: domains.filter((d) => d.verified_at !== null).map((d) => d.domain),
     auto_join: row.auto_join === 'member' ? 'member' : 'off',
     required: row.required === 'yes',
     updated_at: row.updated_at,
@@ -131,14 +142,6 @@ export async function setSso(
   const org = await orgObject(db, orgId);
   const sealed = input.clientSecret ? sealSecret(secretKey, SECRET_PURPOSE, input.clientSecret) : null;
   await db.transaction().execute(async (trx) => {
-    const taken = await trx
-      .selectFrom('sso_domains')
-      .select(['domain'])
-      .where('domain', 'in', checked.domains)
-      .where('org_id', '!=', orgId)
-      .executeTakeFirst();
-    // Said plainly: an email must lead to one organisation, and which other one is not told.
-    if (taken) throw ValidationError.field('domains', `${taken.domain} is already used for single sign-on by another organisation`);
     const existing = await trx.selectFrom('sso_configs').select('org_id').where('org_id', '=', orgId).executeTakeFirst();
     const values = {
       issuer: checked.issuer,
@@ -159,11 +162,9 @@ export async function setSso(
         .values({ org_id: orgId, ...values, client_secret_sealed: sealed, created_at: nowIso(now), updated_at: nowIso(now) })
         .execute();
     }
-    await trx.deleteFrom('sso_domains').where('org_id', '=', orgId).execute();
-    await trx
-      .insertInto('sso_domains')
-      .values(checked.domains.map((domain) => ({ domain, org_id: orgId })))
-      .execute();
+    // Claims only: another organisation's claim on the same domain, verified or not, is no
+    // obstacle here (verifying is where a domain gets its one owner).
+    await replaceDomainClaims(trx, orgId, checked.domains, now);
     await recordMemberEvent(trx, [orgId], 'security.sso_set', org, cause, now, {
       issuer: checked.issuer,
       domains: checked.domains.join(','),
@@ -174,7 +175,10 @@ export async function setSso(
   return (await ssoSettingsOf(db, orgId))!;
 }
 
-/** Removes an organisation's SSO (its domains with it; linked identities stay for a later set-up). */
+/**
+ * Removes an organisation's SSO (its domain claims with it, verified or not: a later set-up proves
+ * them again; linked identities stay).
+ */
 export async function removeSso(db: Kysely<Database>, orgId: string, cause: IdentityCause, now: Date): Promise<boolean> {
   const org = await orgObject(db, orgId);
   return db.transaction().execute(async (trx) => {
@@ -192,6 +196,7 @@ export interface SsoProvider {
   clientId: string;
   clientSecret: string;
   autoJoin: AutoJoin;
+  /** The organisation's verified domains only: the e-mails its provider may vouch for (rule 9). */
   domains: string[];
   /** When the configuration was last saved: a save makes the provider's discovery be fetched again (infra/oidc). */
   updatedAt?: string;
@@ -201,7 +206,12 @@ export interface SsoProvider {
 export async function ssoProviderOf(db: Kysely<Database>, secretKey: string, orgId: string): Promise<SsoProvider | null> {
   const row = await db.selectFrom('sso_configs').selectAll().where('org_id', '=', orgId).executeTakeFirst();
   if (!row) return null;
-  const domains = await db.selectFrom('sso_domains').select('domain').where('org_id', '=', orgId).execute();
+  const domains = await db
+    .selectFrom('sso_domains')
+    .select('domain')
+    .where('org_id', '=', orgId)
+    .where('verified_at', 'is not', null)
+    .execute();
   return {
     orgId,
     issuer: row.issuer,
@@ -213,9 +223,14 @@ export async function ssoProviderOf(db: Kysely<Database>, secretKey: string, org
   };
 }
 
-/** The organisation whose SSO domains hold this email's domain, if any. */
+/** The organisation that holds this email's domain verified, if any (an unverified claim leads nowhere). */
 export async function ssoOrgForEmail(db: Kysely<Database>, email: string): Promise<string | null> {
   if (!email.includes('@')) return null;
-  const row = await db.selectFrom('sso_domains').select('org_id').where('domain', '=', emailDomain(email)).executeTakeFirst();
+  const row = await db
+    .selectFrom('sso_domains')
+    .select('org_id')
+    .where('domain', '=', emailDomain(email))
+    .where('verified_at', 'is not', null)
+    .executeTakeFirst();
   return row?.org_id ?? null;
 }
