@@ -67,3 +67,27 @@ export async function passwordSignIn(
 
 export const sessionCookieOf = (response: Response) =>
   response.headers.getSetCookie().find((c) => c.startsWith('od_session=') && !c.startsWith('od_session=;'));
+
+/**
+ * The one place tests set an organisation's SSO (`orgdata sso set`, the secret on standard
+ * input): anything an SSO domain needs before it works (domain verification, IDENTITY.md rule 9)
+ * belongs here, so every test that configures SSO gets it.
+ */
+export async function configureSso(
+  env: ServerEnv,
+  options: {
+    orgId: string;
+    issuer: string;
+    clientId: string;
+    clientSecret: string;
+    domains: string[];
+    autoJoin?: 'member' | 'off';
+    require?: boolean;
+  },
+): Promise<void> {
+  const args = ['sso', 'set', '--org', options.orgId, '--issuer', options.issuer, '--client-id', options.clientId];
+  args.push('--domains', options.domains.join(','), '--auto-join', options.autoJoin ?? 'off');
+  if (options.require) args.push('--require');
+  const set = await runCli(env.env, [...args, '--json'], `${options.clientSecret}\n`);
+  if (set.code !== 0) throw new Error(`sso set failed: ${set.stdout}${set.stderr}`);
+}
