@@ -91,3 +91,18 @@ export async function configureSso(
   const set = await runCli(env.env, [...args, '--json'], `${options.clientSecret}\n`);
   if (set.code !== 0) throw new Error(`sso set failed: ${set.stdout}${set.stderr}`);
 }
+
+/**
+ * The account holder's consent at `/sso/link` (IDENTITY.md rule 10), in the browser whose SSO
+ * sign-in was sent there: the account's own password (and `code` when it has TOTP). Returns the
+ * form's response (303 with a session when it linked).
+ */
+export async function consentToLink(base: string, jar: CookieJar, password: string, code?: string): Promise<Response> {
+  const page = await (await jar.fetch(`${base}/sso/link`)).text();
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+  return jar.fetch(`${base}/sso/link`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+    body: new URLSearchParams({ _csrf: csrf, password, ...(code ? { code } : {}) }).toString(),
+  });
+}
