@@ -226,6 +226,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '022_sso_trust',
     ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
@@ -304,6 +305,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '022_sso_trust',
     ]);
     const rows = await db.kysely
       .selectFrom('events')
@@ -338,6 +340,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '022_sso_trust',
     ]);
   });
 });

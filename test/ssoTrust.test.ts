@@ -280,6 +280,8 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
 
     // With the account's own factors (password + code at /reauth), the same SSO session may add a
     // passkey; it still stays in A.
+    // (Her consent above used this 30-second step's code: let the test's next code be a fresh one.)
+    await db.kysely.updateTable('totp_factors').set({ last_step: null }).where('user_id', '=', victim.id).execute();
     const reauthPage = await (await sso.jar.fetch(`${base}/reauth?next=/settings/account`)).text();
     const reauth = await form(sso.jar, '/reauth', {
       _csrf: csrfIn(reauthPage),
@@ -302,7 +304,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const domain = `v${unique()}.test`;
     const email = `victim@${domain}`;
     const orgB = await makeOrg('Victim B', `boss-${unique()}@b.test`);
-    const orgA = await attackerOrg(domain, 'member');
+    await attackerOrg(domain, 'member');
     const sub = `evil-${unique()}`;
     idp.accounts.set(sub, { email, email_verified: true });
     let inviteUrl = '';
