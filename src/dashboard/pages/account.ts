@@ -11,6 +11,7 @@ import type { DashboardDeps } from '../dashboardDeps.js';
 import { passkeySection } from './passkeyViews.js';
 import { sessionsSection } from './accountSessions.js';
 import { requireAccountProof } from '../reauth.js';
+import { ssoMade } from '../../domain/identity/ssoTrust.js';
 
 const ACCOUNT = '/settings/account';
 
@@ -30,6 +31,8 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     const session = request.session!;
     const passkeys = await listPasskeys(db, session.userId);
     const sessions = await sessionsSection(db, session);
+    // An account SSO made has no password of its own: changes to it need one first (IDENTITY.md rule 10).
+    const noPassword = passkeys.length === 0 && (await ssoMade(db, session.userId)) && !(await secondFactorsOf(db, session.userId)).totp;
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -46,6 +49,15 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
               <a href="/settings/account/two-factor">Two-factor authentication settings</a>
             </p>
             <h2>Change your password</h2>
+            ${
+              noPassword
+                ? html`<p class="notice" role="status">
+                    Your account was made by your organisation's single sign-on and has no password of its own. To add a passkey, turn on
+                    two-factor or choose a password, first set a password through a reset link: sign out, use “Forgot your password?” on the
+                    sign-in page and open the link mailed to you.
+                  </p>`
+                : ''
+            }
             ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
             <form method="post" action="${ACCOUNT}/password" novalidate>
               ${csrf(session)}
