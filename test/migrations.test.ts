@@ -226,6 +226,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '022_sso_trust',
       '023_sso_domain_verification',
       '025_bounded_sign_in',
     ]);
@@ -306,6 +307,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '022_sso_trust',
       '023_sso_domain_verification',
       '025_bounded_sign_in',
     ]);
@@ -405,6 +407,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '022_sso_trust',
       '023_sso_domain_verification',
       '025_bounded_sign_in',
     ]);

@@ -3,7 +3,7 @@ import type { Db } from '../src/db/database.js';
 import { DIALECTS } from './helpers/harness.js';
 import { CookieJar, startProvider, type TestProvider } from './helpers/oidcProvider.js';
 import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
-import { approveSsoDomains, databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import { approveSsoDomains, consentToLink, databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -159,12 +159,19 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     expect(JSON.parse((await runCli(env.env, ['sso', 'show', '--org', orgId, '--json'])).stdout).client_id).toBe(idp.clientId);
   });
 
-  it('signs a member in through the provider, links iss+sub, and keeps the link when the email changes at the provider', async () => {
-    const { response } = await ssoSignIn(base, 'Alice@ACME.test', 'alice');
+  it('signs a member in through the provider once she links it with her own password, and keeps the link when the email changes at the provider', async () => {
+    // IDENTITY.md rule 10 (was: the first sign-in linked the member at once): an existing account
+    // is linked only after its holder signs in with its own password at /sso/link.
+    const { response, jar } = await ssoSignIn(base, 'Alice@ACME.test', 'alice');
     expect(response.status, await response.clone().text()).toBe(303);
-    expect(response.headers.get('location')).toBe('/');
-    expect(sessionCookieOf(response)).toBeDefined();
+    expect(response.headers.get('location')).toBe('/sso/link');
+    expect(sessionCookieOf(response)).toBeUndefined();
     const alice = await userId('alice@acme.test');
+    expect(await db.kysely.selectFrom('sso_identities').selectAll().where('user_id', '=', alice!).execute()).toEqual([]);
+    const linked = await consentToLink(base, jar, PASSWORD);
+    expect(linked.status, await linked.clone().text()).toBe(303);
+    expect(linked.headers.get('location')).toBe('/');
+    expect(sessionCookieOf(linked)).toBeDefined();
     const link = await db.kysely.selectFrom('sso_identities').selectAll().where('user_id', '=', alice!).execute();
     expect(link).toMatchObject([{ issuer: idp.issuer, subject: 'alice' }]);
     const signedIn = (await events('member.signed_in')).filter((e) => e.subject_id === alice);
@@ -297,8 +304,13 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     const boss = await passwordSignIn(base, 'boss@acme.test', PASSWORD);
     expect(boss.response.status).toBe(403);
     expect(await boss.response.text()).toContain('turned on two-factor');
-    // The admin can still come in through SSO, and then, with a second factor, by password.
-    expect((await ssoSignIn(base, 'boss@acme.test', 'boss')).response.status).toBe(303);
+    // The admin can still come in through SSO (linked with her own password the first time), and
+    // then, with a second factor, by password.
+    const bossSso = await ssoSignIn(base, 'boss@acme.test', 'boss');
+    expect(bossSso.response.headers.get('location')).toBe('/sso/link');
+    const bossLinked = await consentToLink(base, bossSso.jar, PASSWORD);
+    expect(bossLinked.status).toBe(303);
+    expect(sessionCookieOf(bossLinked)).toBeDefined();
     const bossId = await userId('boss@acme.test');
     await db.kysely
       .insertInto('totp_factors')

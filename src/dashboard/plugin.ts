@@ -36,6 +36,7 @@ import { reauthPages } from './pages/reauth.js';
 import { securityPages } from './pages/security.js';
 import { requireTwoFactorEnrolment } from './twoFactorGate.js';
 import { ssoSignInPages } from './pages/ssoSignIn.js';
+import { ssoLinkPages } from './pages/ssoLink.js';
 import { ssoSettingsPages } from './pages/ssoSettings.js';
 import { webhookDetailPages } from './pages/webhookDetail.js';
 import { webhookPages } from './pages/webhooks.js';
@@ -175,6 +176,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   await app.register(passkeySignInPages, deps);
   await app.register(twoFactorSignInPages, deps);
   await app.register(ssoSignInPages, deps);
+  await app.register(ssoLinkPages, deps);
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {

@@ -53,13 +53,32 @@ export function requireRecentAuthentication(
     fallback?: string | ((request: FastifyRequest) => string);
     /** Only when this holds (e.g. an invitation whose role is admin); always by default. */
     when?: (request: FastifyRequest) => boolean | Promise<boolean>;
+    /** A change to the account itself: only the account's own factors count (IDENTITY.md rule 8). */
+    account?: boolean;
   } = {},
 ) {
   return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     if (options.when && !(await options.when(request))) return undefined;
     const fallback = typeof options.fallback === 'function' ? options.fallback(request) : options.fallback;
-    const to = await reauthenticationNeeded(request, reply, deps, fallback ?? request.url.split('?')[0] ?? '/contacts');
+    const to = await reauthenticationNeeded(request, reply, deps, fallback ?? request.url.split('?')[0] ?? '/contacts', {
+      account: options.account,
+    });
     return to === null ? undefined : reply.redirect(to, 303);
+  };
+}
+
+/**
+ * A preHandler for a change to the *account* (IDENTITY.md rule 8: a passkey, TOTP, recovery codes,
+ * the password): as requireRecentAuthentication, but what counts is the last proof by the
+ * account's own factors, which a session opened by an organisation's SSO does not have until its
+ * person re-authenticates. `ssoOnly`: for routes that ask for a factor themselves (the current
+ * password, a current code) and so need nothing more outside an SSO session.
+ */
+export function requireAccountProof(deps: DashboardDeps, options: { fallback?: string; ssoOnly?: boolean } = {}) {
+  const check = requireRecentAuthentication(deps, { fallback: options.fallback, account: true });
+  return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    if (options.ssoOnly && request.session?.method !== 'sso') return undefined;
+    return check(request, reply);
   };
 }
 
@@ -73,11 +92,14 @@ export async function reauthenticationNeeded(
   reply: FastifyReply,
   deps: DashboardDeps,
   fallback: string,
+  options: { account?: boolean } = {},
 ): Promise<string | null> {
   const session = request.session;
   if (!session) return null;
   const now = new Date();
-  if (deps.reauthMinutes > 0 && !needsReauthentication(session, deps.reauthMinutes, now)) return null;
+  // For a change to the account, only a proof by the account's own factors counts (rule 8).
+  const proof = options.account ? session.accountProofAt : session.authenticatedAt;
+  if (deps.reauthMinutes > 0 && proof !== null && !needsReauthentication({ authenticatedAt: proof }, deps.reauthMinutes, now)) return null;
   if (deps.reauthMinutes === 0 && (await takeGrant(request, reply, deps, now))) return null;
   return `${REAUTH}?next=${encodeURIComponent(reauthTarget(request, deps, fallback))}`;
 }

@@ -83,7 +83,13 @@ export async function signInFailed(
 export async function reauthenticated(request: FastifyRequest, reply: FastifyReply, deps: DashboardDeps, how: string): Promise<void> {
   const session = request.session!;
   const now = new Date();
-  const opened = await openSession(deps.db, session.userId, session.orgId, now, { method: session.method, origin: originOf(request) });
+  // Every re-authentication is by the account's own factors (password and code, or a passkey:
+  // /reauth never offers SSO), so it is an account proof too, even in a session SSO opened.
+  const opened = await openSession(deps.db, session.userId, session.orgId, now, {
+    method: session.method,
+    origin: originOf(request),
+    accountProof: true,
+  });
   await startSession(request, reply, deps.db, opened, deps.secureCookies);
   const orgs = await orgsOfUser(deps.db, session.userId);
   await recordMemberEvent(

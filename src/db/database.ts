@@ -24,6 +24,7 @@ import * as eventSystemActor from './migrations/018_event_system_actor.js';
 import * as contactEmailNfc from './migrations/019_contact_email_nfc.js';
 import * as invitationsPasswordResets from './migrations/020_invitations_password_resets.js';
 import * as signInFactors from './migrations/021_sign_in_factors.js';
+import * as ssoTrust from './migrations/022_sso_trust.js';
 import * as ssoDomainVerification from './migrations/023_sso_domain_verification.js';
 import * as boundedSignIn from './migrations/025_bounded_sign_in.js';
 import { isConnectionLost, isStatementTimeout } from './errors.js';
@@ -230,6 +231,7 @@ export const migrations: Record<string, Migration> = {
   '019_contact_email_nfc': contactEmailNfc,
   '020_invitations_password_resets': invitationsPasswordResets,
   '021_sign_in_factors': signInFactors,
+  '022_sso_trust': ssoTrust,
   '023_sso_domain_verification': ssoDomainVerification,
   '025_bounded_sign_in': boundedSignIn,
 };

@@ -38,6 +38,8 @@ export interface UsersTable {
   password_hash: string;
   created_at: string;
   deactivated_at: string | null;
+  /** The organisation whose SSO made the account, until its holder proves the mailbox (migration 022). */
+  sso_org_id: Generated<string | null>;
 }
 
 export type Role = 'admin' | 'member';
@@ -193,6 +195,8 @@ export interface SessionsTable {
   last_seen_at: string | null;
   /** Approximate origin when opened or last seen: the /24 or /48 and the browser's product. */
   origin: string | null;
+  /** When the account's own factors were last proved in it (migration 022); null in an SSO-opened session until then. */
+  account_proof_at: Generated<string | null>;
 }
 
 /** Facts about the installation, one row each (`secret_fingerprint`). */

@@ -24,7 +24,8 @@ describe.skipIf(!hasChromium)('single sign-on in a browser', { timeout: 120_000 
   const consoleErrors: string[] = [];
 
   beforeAll(async () => {
-    server = await startLiveServer({ env: { SSO_ALLOW_PRIVATE_ISSUERS: 'true' } });
+    // localhost: WebAuthn's RP ID must be a domain (the passkey test below).
+    server = await startLiveServer({ hostname: 'localhost', env: { SSO_ALLOW_PRIVATE_ISSUERS: 'true' } });
     idp = await startProvider(`${server.url}/sso/callback`);
     idp.accounts.set('lin', { email: 'lin@sso-e2e.test', email_verified: true });
     const { org } = await createOrg(server.db.kysely, { name: 'Acme SSO', adminEmail: 'ada@example.com', adminPassword: PASSWORD });
@@ -112,9 +113,86 @@ describe.skipIf(!hasChromium)('single sign-on in a browser', { timeout: 120_000 
     await page.locator('button[type=submit]').click();
     await page.waitForURL(new RegExp(`^${idp.issuer}/interaction/`));
     await page.locator('button[type=submit]').click();
+    // Lin has an account already: the first SSO sign-in links only once she signs in with its own
+    // password (IDENTITY.md rule 10).
+    await page.waitForURL(`${server.url}/sso/link`);
+    expect(await page.getByText('An account with this email exists').count()).toBe(1);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'sso-link-1280px.png'), fullPage: true });
+    expect(await seriousA11yViolations(page), 'sso-link').toEqual([]);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in and link' }).click();
     await page.waitForURL(`${server.url}/`);
     expect(await page.getByText('lin@sso-e2e.test').count()).toBeGreaterThan(0);
     await context.close();
     expect(consoleErrors).toEqual([]);
+  });
+
+  it('an SSO session adds a passkey only after the account’s own password (virtual authenticator)', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    // (No console watch: the provider's own development pages load outside resources.)
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+    // Signed in through SSO (linked by the test above, or linked here with her password).
+    await page.goto(`${server.url}/sso/start?email=lin%40sso-e2e.test`);
+    await page.waitForURL(new RegExp(`^${idp.issuer}/interaction/`));
+    await page.locator('input[name=login]').fill('lin');
+    await page.locator('input[name=password]').fill('anything');
+    await page.locator('button[type=submit]').click();
+    await page.waitForURL(new RegExp(`^${idp.issuer}/interaction/`));
+    await page.locator('button[type=submit]').click();
+    await page.waitForURL((url) => url.href.startsWith(server.url));
+    if (page.url() === `${server.url}/sso/link`) {
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in and link' }).click();
+    }
+    await page.waitForURL(`${server.url}/`);
+
+    // Adding a passkey from the SSO session first asks for the account's own password.
+    await page.goto(`${server.url}/settings/account`);
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await expect.poll(() => page.locator('[data-passkey-status]').textContent()).toContain('Name');
+    await page.getByLabel('Passkey name').fill('SSO laptop');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page.waitForURL(new RegExp(`^${server.url}/reauth`));
+    const lin = await server.db.kysely
+      .selectFrom('users')
+      .select('id')
+      .where('email_lower', '=', 'lin@sso-e2e.test')
+      .executeTakeFirstOrThrow();
+    const stored = () => server.db.kysely.selectFrom('passkeys').select(['name', 'added_in_sso']).where('user_id', '=', lin.id).execute();
+    expect(await stored()).toEqual([]);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await page.waitForURL(`${server.url}/settings/account`);
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await expect.poll(() => page.locator('[data-passkey-status]').textContent()).toContain('Name');
+    await page.getByLabel('Passkey name').fill('SSO laptop');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await expect
+      .poll(
+        async () =>
+          `${page.url()} ${
+            (await page
+              .locator('[data-passkey-status]')
+              .textContent()
+              .catch(() => '')) ?? ''
+          }`,
+        { timeout: 20_000 },
+      )
+      .toContain('/settings/account#passkeys');
+    // Recorded as added in an SSO session: a mailbox proof would remove it.
+    expect(await stored()).toEqual([{ name: 'SSO laptop', added_in_sso: 1 }]);
+    await context.close();
   });
 });

@@ -430,6 +430,23 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     f.seed.rows.push({ table: 'sso_domains', where: { domain } });
     f.seed.rows.push({ table: 'sso_identities', where: { subject: `sub-${suffix}` } });
   },
+  // A recovery code made from an SSO session (added_in_sso), as the mailbox proof finds it.
+  async '022_sso_trust'(f) {
+    const at = f.at();
+    const code = `rc_fixture022${f.seed.orgId.slice(-6)}`;
+    await f.db
+      .insertInto('recovery_codes')
+      .values({
+        id: code,
+        user_id: f.seed.adminId,
+        code_hash: createHash('sha256').update(code).digest('hex'),
+        created_at: at,
+        used_at: null,
+        added_in_sso: 1,
+      })
+      .execute();
+    f.seed.rows.push({ table: 'recovery_codes', where: { id: code } });
+  },
   // Two organisations claiming one domain: the other organisation's claim verified by the
   // operator, the seed organisation's not (each with its own token).
   async '023_sso_domain_verification'(f) {

@@ -92,3 +92,44 @@ export async function approveSsoDomains(target: ServerEnv | Db, orgId: string, d
     if (claim.status !== 'verified') throw new Error(`${domain} is not verified after approval: ${approved.stdout}`);
   }
 }
+
+/**
+ * The one place tests set an organisation's SSO (`orgdata sso set`, the secret on standard
+ * input): anything an SSO domain needs before it works (domain verification, IDENTITY.md rule 9)
+ * belongs here, so every test that configures SSO gets it.
+ */
+export async function configureSso(
+  env: ServerEnv,
+  options: {
+    orgId: string;
+    issuer: string;
+    clientId: string;
+    clientSecret: string;
+    domains: string[];
+    autoJoin?: 'member' | 'off';
+    require?: boolean;
+  },
+): Promise<void> {
+  const args = ['sso', 'set', '--org', options.orgId, '--issuer', options.issuer, '--client-id', options.clientId];
+  args.push('--domains', options.domains.join(','), '--auto-join', options.autoJoin ?? 'off');
+  if (options.require) args.push('--require');
+  const set = await runCli(env.env, [...args, '--json'], `${options.clientSecret}\n`);
+  if (set.code !== 0) throw new Error(`sso set failed: ${set.stdout}${set.stderr}`);
+  // Rule 9: the domains do nothing until verified; the operator approves them here.
+  await approveSsoDomains(env, options.orgId, options.domains);
+}
+
+/**
+ * The account holder's consent at `/sso/link` (IDENTITY.md rule 10), in the browser whose SSO
+ * sign-in was sent there: the account's own password (and `code` when it has TOTP). Returns the
+ * form's response (303 with a session when it linked).
+ */
+export async function consentToLink(base: string, jar: CookieJar, password: string, code?: string): Promise<Response> {
+  const page = await (await jar.fetch(`${base}/sso/link`)).text();
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+  return jar.fetch(`${base}/sso/link`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+    body: new URLSearchParams({ _csrf: csrf, password, ...(code ? { code } : {}) }).toString(),
+  });
+}

@@ -10,6 +10,8 @@ import { csrf, page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { passkeySection } from './passkeyViews.js';
 import { sessionsSection } from './accountSessions.js';
+import { requireAccountProof } from '../reauth.js';
+import { ssoMade } from '../../domain/identity/ssoTrust.js';
 import { beginSignIn } from '../devices.js';
 
 const ACCOUNT = '/settings/account';
@@ -30,6 +32,8 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     const session = request.session!;
     const passkeys = await listPasskeys(db, session.userId);
     const sessions = await sessionsSection(db, session);
+    // An account SSO made has no password of its own: changes to it need one first (IDENTITY.md rule 10).
+    const noPassword = passkeys.length === 0 && (await ssoMade(db, session.userId)) && !(await secondFactorsOf(db, session.userId)).totp;
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -46,6 +50,15 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
               <a href="/settings/account/two-factor">Two-factor authentication settings</a>
             </p>
             <h2>Change your password</h2>
+            ${
+              noPassword
+                ? html`<p class="notice" role="status">
+                    Your account was made by your organisation's single sign-on and has no password of its own. To add a passkey, turn on
+                    two-factor or choose a password, first set a password through a reset link: sign out, use “Forgot your password?” on the
+                    sign-in page and open the link mailed to you.
+                  </p>`
+                : ''
+            }
             ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
             <form method="post" action="${ACCOUNT}/password" novalidate>
               ${csrf(session)}
@@ -72,43 +85,53 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     return accountPage(request, reply, 200, { twoFactor: factors.totp });
   });
 
-  app.post(`${ACCOUNT}/password`, async (request, reply) => {
-    const session = request.session!;
-    let attempt;
-    try {
-      attempt = await beginSignIn(deps, request, session.email);
-    } catch (error) {
-      if (!(error instanceof UnavailableError)) throw error;
-      reply.header('retry-after', '5');
-      return accountPage(request, reply, 503, { alert: 'Changing your password is unavailable for a moment. Try again in a few seconds.' });
-    }
-    if (attempt.waitSeconds > 0) {
-      const minutes = Math.ceil(attempt.waitSeconds / 60);
-      reply.header('retry-after', String(attempt.waitSeconds));
-      return accountPage(request, reply, 429, {
-        alert: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-      });
-    }
-    let changed;
-    try {
-      changed = await changePassword(
-        db,
-        { userId: session.userId, currentPassword: text(request.body, 'current_password'), password: text(request.body, 'password') },
-        { requestId: request.id, origin: originOf(request) },
-        new Date(),
+  // In a session SSO opened, the current password alone is not enough: the account's own proof first (rule 8).
+  app.post(
+    `${ACCOUNT}/password`,
+    { preHandler: requireAccountProof(deps, { fallback: ACCOUNT, ssoOnly: true }) },
+    async (request, reply) => {
+      const session = request.session!;
+      let attempt;
+      try {
+        attempt = await beginSignIn(deps, request, session.email);
+      } catch (error) {
+        if (!(error instanceof UnavailableError)) throw error;
+        reply.header('retry-after', '5');
+        return accountPage(request, reply, 503, {
+          alert: 'Changing your password is unavailable for a moment. Try again in a few seconds.',
+        });
+      }
+      if (attempt.waitSeconds > 0) {
+        const minutes = Math.ceil(attempt.waitSeconds / 60);
+        reply.header('retry-after', String(attempt.waitSeconds));
+        return accountPage(request, reply, 429, {
+          alert: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+        });
+      }
+      let changed;
+      try {
+        changed = await changePassword(
+          db,
+          { userId: session.userId, currentPassword: text(request.body, 'current_password'), password: text(request.body, 'password') },
+          { requestId: request.id, origin: originOf(request) },
+          new Date(),
+        );
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        // Only a wrong current password counts against the limits; a too-short new one is forgiven.
+        if (!error.errors.some((e) => e.field === 'current_password')) await attempt.succeeded().catch(() => undefined);
+        return accountPage(request, reply, 400, { errors: fieldErrors(error.errors) });
+      }
+      await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
+      // Rotated, but no re-authentication: the proof of identity keeps its age (no second factor was asked).
+      const opening = { method: session.method, origin: originOf(request), authenticatedAt: session.authenticatedAt };
+      await startSession(request, reply, db, await openSession(db, session.userId, session.orgId, new Date(), opening), secureCookies);
+      const others = changed.ended_sessions - 1;
+      flash(
+        reply,
+        `Your password is changed.${others > 0 ? ` ${others} other session${others === 1 ? ' was' : 's were'} signed out.` : ''}`,
       );
-    } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      // Only a wrong current password counts against the limits; a too-short new one is forgiven.
-      if (!error.errors.some((e) => e.field === 'current_password')) await attempt.succeeded().catch(() => undefined);
-      return accountPage(request, reply, 400, { errors: fieldErrors(error.errors) });
-    }
-    await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-    // Rotated, but no re-authentication: the proof of identity keeps its age (no second factor was asked).
-    const opening = { method: session.method, origin: originOf(request), authenticatedAt: session.authenticatedAt };
-    await startSession(request, reply, db, await openSession(db, session.userId, session.orgId, new Date(), opening), secureCookies);
-    const others = changed.ended_sessions - 1;
-    flash(reply, `Your password is changed.${others > 0 ? ` ${others} other session${others === 1 ? ' was' : 's were'} signed out.` : ''}`);
-    return reply.redirect(ACCOUNT, 303);
-  });
+      return reply.redirect(ACCOUNT, 303);
+    },
+  );
 };

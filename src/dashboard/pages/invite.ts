@@ -12,6 +12,7 @@ import { page } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { formField, linkGone } from './linkGone.js';
 import { beginPendingSignIn } from './twoFactorSignIn.js';
+import { MAILBOX_FIRST } from '../../domain/identity/ssoTrust.js';
 import { beginSignIn } from '../devices.js';
 
 function invitePage(
@@ -29,28 +30,30 @@ function invitePage(
       <p><strong>${offer.email}</strong> is invited to join <strong>${offer.orgName}</strong> as ${role}.</p>
       ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
       ${
-        options.passwordRefused
-          ? html`<p>${options.passwordRefused}</p>`
-          : html` <form method="post" action="/invite/${token}" novalidate>
-              ${formField(csrfToken)}
-              <input type="hidden" name="email" value="${offer.email}" autocomplete="username" />
-              ${
-                offer.hasAccount
-                  ? html`<p>You already have an orgdata account with this email. Sign in with its password to join.</p>
-                      ${field({ name: 'password', label: 'Your password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
-                      <button type="submit">Sign in and join</button>
-                      <p class="hint">Forgot it? <a href="/forgot-password">Reset your password</a>, then open this link again.</p>`
-                  : html`${field({
-                        name: 'password',
-                        label: 'Choose a password',
-                        type: 'password',
-                        errors: options.errors,
-                        required: true,
-                        autocomplete: 'new-password',
-                        hint: 'At least 8 characters, not your email address. Only you will know it.',
-                      })} <button type="submit">Join ${offer.orgName}</button>`
-              }
-            </form>`
+        offer.mailboxFirst
+          ? html`<p>${MAILBOX_FIRST}</p>`
+          : options.passwordRefused
+            ? html`<p>${options.passwordRefused}</p>`
+            : html` <form method="post" action="/invite/${token}" novalidate>
+                ${formField(csrfToken)}
+                <input type="hidden" name="email" value="${offer.email}" autocomplete="username" />
+                ${
+                  offer.hasAccount
+                    ? html`<p>You already have an orgdata account with this email. Sign in with its password to join.</p>
+                        ${field({ name: 'password', label: 'Your password', type: 'password', errors: options.errors, required: true, autocomplete: 'current-password' })}
+                        <button type="submit">Sign in and join</button>
+                        <p class="hint">Forgot it? <a href="/forgot-password">Reset your password</a>, then open this link again.</p>`
+                    : html`${field({
+                          name: 'password',
+                          label: 'Choose a password',
+                          type: 'password',
+                          errors: options.errors,
+                          required: true,
+                          autocomplete: 'new-password',
+                          hint: 'At least 8 characters, not your email address. Only you will know it.',
+                        })} <button type="submit">Join ${offer.orgName}</button>`
+                }
+              </form>`
       }
       ${
         options.passkey

@@ -7,6 +7,7 @@ import { causeOf } from '../signIns.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { reauthenticationNeeded, requireRecentAuthentication } from '../reauth.js';
 import { PASSKEYS_PATH } from './passkeyViews.js';
+import { markAddedInSso } from '../../domain/identity/ssoTrust.js';
 
 /**
  * Adding, renaming and removing one's own passkeys (the list is on /settings/account). Adding is
@@ -27,7 +28,8 @@ export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
       passkeyName(str(jsonBody(request), 'name'));
       // A new way in is sensitive (a stolen session must not add its own passkey): a recent proof of
       // identity first. The ceremony's challenge, made only here, then carries it to the second step.
-      const reauth = await reauthenticationNeeded(request, reply, deps, '/settings/account');
+      // A session opened by an organisation's SSO is no such proof for the account (IDENTITY.md rule 8).
+      const reauth = await reauthenticationNeeded(request, reply, deps, '/settings/account', { account: true });
       if (reauth) return answer(reply, 401, 'Confirm it is you before adding a passkey.', { redirect: reauth });
       const { options, token } = await startRegistration(
         db,
@@ -45,6 +47,11 @@ export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     jsonEndpoint(async (request, reply) => {
       const session = request.session!;
       const body = jsonBody(request);
+      // The options asked for the account's own proof; an SSO session without one finishes nothing either.
+      if (session.method === 'sso' && session.accountProofAt === null) {
+        return answer(reply, 401, 'Confirm it is you before adding a passkey.', { redirect: '/reauth?next=%2Fsettings%2Faccount' });
+      }
+      const started = new Date();
       const added = await finishRegistration(
         db,
         relyingPartyOf(deps),
@@ -53,6 +60,8 @@ export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
         causeOf(request, session.userId),
         new Date(),
       );
+      // Added from an SSO session: a mailbox proof removes it (IDENTITY.md rule 10).
+      if (session.method === 'sso') await markAddedInSso(db, 'passkeys', session.userId, started);
       flash(reply, `Passkey “${added.name}” added. You can sign in with it from now on.`);
       return reply
         .code(201)

@@ -9,6 +9,7 @@ import type { DashboardDeps } from '../dashboardDeps.js';
 import { completeReauthentication, REAUTH } from '../reauth.js';
 import { signInFailed } from '../signIns.js';
 import { safeNext } from './auth.js';
+import { ssoMade } from '../../domain/identity/ssoTrust.js';
 import { beginSignIn } from '../devices.js';
 
 /**
@@ -37,6 +38,8 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
     const factors = await secondFactorsOf(db, session.userId);
     // With passkeys and no authenticator app, the password alone is one factor: the passkey is the proof.
     const passkeyOnly = factors.passkeys > 0 && !factors.totp;
+    // An account SSO made has no password of its own until its holder proves the mailbox (rule 10).
+    const noOwnSignIn = !factors.totp && factors.passkeys === 0 && (await ssoMade(db, session.userId));
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -51,6 +54,15 @@ export const reauthPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) 
               once more.
             </p>
             ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
+            ${
+              noOwnSignIn
+                ? html`<div class="alert" role="alert">
+                    Your account was made by your organisation's single sign-on and has no password of its own, which changes to the account
+                    need. Set one through a reset link first: sign out, use “Forgot your password?” on the sign-in page and open the link
+                    mailed to you.
+                  </div>`
+                : ''
+            }
             ${
               passkeyOnly
                 ? ''

@@ -8,6 +8,8 @@ import { page } from '../layout.js';
 import { causeOf, finishSignIn, signInFailed } from '../signIns.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { safeNext } from './auth.js';
+import { SSO_LINK_COOKIE, SSO_LINK_PATH, SSO_LINK_TTL_MS } from './ssoLink.js';
+import type { PendingSsoLink } from '../../domain/identity/ssoLinks.js';
 
 /** The browser's half of an SSO sign-in in progress: the challenge token (state, nonce, PKCE verifier). */
 export const SSO_COOKIE = 'od_sso';
@@ -109,6 +111,25 @@ export const ssoSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     try {
       const claims = await oidc.finish(provider, callbackUrl, challenge.data);
       const who = await resolveSsoUser(db, provider, claims, (userId) => causeOf(request, userId), now);
+      if (who.kind === 'consent') {
+        // An account with this email exists and is not linked: no link and no session until its
+        // holder signs in with the account's own factors (IDENTITY.md rule 10, ssoLink.ts).
+        const pending: PendingSsoLink = {
+          orgId: provider.orgId,
+          issuer: claims.issuer,
+          subject: claims.subject,
+          next: challenge.data.next,
+        };
+        const linkToken = await createChallenge(db, 'sso_link', who.userId, pending, SSO_LINK_TTL_MS, now);
+        reply.setCookie(SSO_LINK_COOKIE, linkToken, {
+          path: '/sso',
+          httpOnly: true,
+          sameSite: 'lax',
+          secure: deps.secureCookies,
+          maxAge: SSO_LINK_TTL_MS / 1000,
+        });
+        return reply.redirect(SSO_LINK_PATH, 303);
+      }
       await finishSignIn(request, reply, deps, { userId: who.userId, email: who.email, orgId: provider.orgId, method: 'sso' });
       return reply.redirect(challenge.data.next, 303);
     } catch (error) {

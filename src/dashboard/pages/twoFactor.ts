@@ -4,7 +4,8 @@ import { secondFactorsOf } from '../../domain/identity/totp.js';
 import { confirmTotpSetup, renewRecoveryCodes, startTotpSetup, totpStateOf, turnOffTotp } from '../../domain/identity/twoFactorSetup.js';
 import { flash, startSession, takeFlash, text } from '../context.js';
 import { rotateSession } from '../../domain/sessions/sessions.js';
-import { requireRecentAuthentication } from '../reauth.js';
+import { requireAccountProof } from '../reauth.js';
+import { markAddedInSso } from '../../domain/identity/ssoTrust.js';
 import { listPasskeys } from '../../domain/identity/passkeys.js';
 import { passkeySection } from './passkeyViews.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
@@ -75,20 +76,31 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     return { attempt };
   }
 
+  /** Credentials made in a session SSO opened are recorded so: a mailbox proof removes them (rule 10). */
+  async function markIfSso(request: FastifyRequest, what: ('totp_factors' | 'recovery_codes')[], since: Date) {
+    const session = request.session!;
+    if (session.method !== 'sso') return;
+    for (const table of what) await markAddedInSso(db, table, session.userId, since);
+  }
+
   const WRONG = 'That code is not right (or was used already). Enter the current code from your app, or a recovery code.';
 
   app.get(TWO_FACTOR, async (request, reply) => show(request, reply, 200));
 
   // A new second factor is sensitive (a stolen session must not enrol its own): a recent proof of
   // identity first. Confirming needs the key only this step makes.
-  app.post(`${TWO_FACTOR}/setup`, { preHandler: requireRecentAuthentication(deps, { fallback: TWO_FACTOR }) }, async (request, reply) => {
+  app.post(`${TWO_FACTOR}/setup`, { preHandler: requireAccountProof(deps, { fallback: TWO_FACTOR }) }, async (request, reply) => {
     const started = await startTotpSetup(db, secret, person(request), new Date());
     if (!started)
       return show(request, reply, 409, { alert: 'Two-factor authentication is already on. Turn it off first to use another app.' });
     return reply.redirect(TWO_FACTOR, 303);
   });
 
-  app.post(`${TWO_FACTOR}/confirm`, async (request, reply) => {
+  // In a session SSO opened, confirming and new codes also need the account's own proof (rule 8);
+  // elsewhere the current code they ask for is enough.
+  const inSso = requireAccountProof(deps, { fallback: TWO_FACTOR, ssoOnly: true });
+
+  app.post(`${TWO_FACTOR}/confirm`, { preHandler: inSso }, async (request, reply) => {
     const code = text(request.body, 'code').trim();
     if (!code) return show(request, reply, 400, { errors: { code: 'Enter the 6-digit code your app shows.' } });
     const state = await totpStateOf(db, secret, person(request));
@@ -97,6 +109,7 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
       return show(request, reply, 409, { alert });
     }
     const session = request.session!;
+    const started = new Date();
     const confirmed = await confirmTotpSetup(
       db,
       secret,
@@ -110,6 +123,7 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
       return show(request, reply, 400, {
         errors: { code: 'That code is not right. Check the code in your app (and its clock) and try again.' },
       });
+    await markIfSso(request, ['totp_factors', 'recovery_codes'], started);
     // A privilege change: the other sessions ended, this one gets a new token (rotation).
     const rotated = await rotateSession(db, request.sessionToken!);
     if (rotated) {
@@ -128,7 +142,7 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     );
   });
 
-  app.post(`${TWO_FACTOR}/recovery-codes`, async (request, reply) => {
+  app.post(`${TWO_FACTOR}/recovery-codes`, { preHandler: inSso }, async (request, reply) => {
     const code = text(request.body, 'code').trim();
     if (!code) return show(request, reply, 400, { form: 'renew', errors: { code: 'Enter a code from your app.' } });
     if (!(await totpStateOf(db, secret, person(request))).confirmed) {
@@ -136,8 +150,10 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     }
     const { attempt, refused } = await throttled(request, reply, 'renew');
     if (!attempt) return refused;
+    const renewing = new Date();
     const codes = await renewRecoveryCodes(db, secret, person(request), code, causeOf(request, request.session!.userId), new Date());
     if (!codes) return show(request, reply, 401, { form: 'renew', errors: { code: WRONG } });
+    await markIfSso(request, ['recovery_codes'], renewing);
     await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
     return send(
       request,
@@ -149,7 +165,7 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
   });
 
   // Turning it off is sensitive: a recent proof of identity first (REAUTH_MINUTES), then a current code.
-  app.post(`${TWO_FACTOR}/disable`, { preHandler: requireRecentAuthentication(deps, { fallback: TWO_FACTOR }) }, async (request, reply) => {
+  app.post(`${TWO_FACTOR}/disable`, { preHandler: requireAccountProof(deps, { fallback: TWO_FACTOR }) }, async (request, reply) => {
     const code = text(request.body, 'code').trim();
     if (!code) return show(request, reply, 400, { form: 'disable', errors: { code: 'Enter a code from your app, or a recovery code.' } });
     if (!(await totpStateOf(db, secret, person(request))).confirmed) {

@@ -1,3 +1,4 @@
+import type { Generated } from 'kysely';
 /** Invitations and password-reset links (migration 020; see schema.ts for the conventions). */
 
 export interface InvitationsTable {
@@ -40,6 +41,8 @@ export interface TotpFactorsTable {
   confirmed_at: string | null;
   /** The last accepted 30-second step: a code of that step or earlier is a replay. */
   last_step: number | null;
+  /** 1 when set up from an SSO session (migration 022): a mailbox proof removes it. */
+  added_in_sso: Generated<number>;
 }
 
 export interface RecoveryCodesTable {
@@ -52,6 +55,8 @@ export interface RecoveryCodesTable {
   code_hash: string;
   created_at: string;
   used_at: string | null;
+  /** 1 when made from an SSO session (migration 022): a mailbox proof removes it. */
+  added_in_sso: Generated<number>;
 }
 
 export interface PasskeysTable {
@@ -68,6 +73,8 @@ export interface PasskeysTable {
   name: string;
   created_at: string;
   last_used_at: string | null;
+  /** 1 when added from an SSO session (migration 022): a mailbox proof removes it. */
+  added_in_sso: Generated<number>;
 }
 
 /** State between two requests of one sign-in or ceremony, found by the SHA-256 of the browser's token. */

@@ -19,6 +19,7 @@ export type ChallengePurpose =
   | 'passkey_second_factor'
   | 'passkey_reauth'
   | 'sso'
+  | 'sso_link'
   | 'reauth_grant';
 
 export interface Challenge<T> {

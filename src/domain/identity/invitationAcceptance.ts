@@ -7,6 +7,7 @@ import { hashPassword, unusablePasswordHash, verifyPassword } from '../orgs/pass
 import { checkNewPassword } from './newPassword.js';
 import { lookupHash, sameHash } from './secretLinks.js';
 import { hasSecondFactor } from './totp.js';
+import { MAILBOX_FIRST, ssoOwnedElsewhere } from './ssoTrust.js';
 
 /**
  * The invited person's side: `GET /invite/TOKEN` shows what the link offers, and accepting it
@@ -27,6 +28,11 @@ export interface InvitationOffer {
   expires_at: string;
   /** The email has an orgdata account: the person signs in with its password instead of choosing one. */
   hasAccount: boolean;
+  /**
+   * That account was made by another organisation's SSO and its holder has not proved the mailbox
+   * yet (IDENTITY.md rule 10): a password reset first, then the invitation.
+   */
+  mailboxFirst: boolean;
 }
 
 /** What a link offers; null when it is unknown, used, revoked or expired (all answered alike: 410). */
@@ -53,7 +59,11 @@ async function offerOf(db: Kysely<Database>, hash: string, now: Date): Promise<I
     .where('invitations.revoked_at', 'is', null)
     .executeTakeFirst();
   if (!row || !sameHash(row.token_hash, hash) || row.expires_at <= nowIso(now)) return null;
-  const user = await db.selectFrom('users').select('id').where('email_lower', '=', row.email.toLowerCase()).executeTakeFirst();
+  const user = await db
+    .selectFrom('users')
+    .select(['id', 'sso_org_id'])
+    .where('email_lower', '=', row.email.toLowerCase())
+    .executeTakeFirst();
   return {
     id: row.id,
     orgId: row.org_id,
@@ -62,6 +72,7 @@ async function offerOf(db: Kysely<Database>, hash: string, now: Date): Promise<I
     role: row.role,
     expires_at: row.expires_at,
     hasAccount: user !== undefined,
+    mailboxFirst: Boolean(user?.sso_org_id && user.sso_org_id !== row.org_id),
   };
 }
 
@@ -96,6 +107,7 @@ export async function acceptInvitation(
     .where('email_lower', '=', offer.email.toLowerCase())
     .executeTakeFirst();
   let passwordHash: string | null = null;
+  if (offer.mailboxFirst) throw new ForbiddenError(MAILBOX_FIRST);
   if (existing) {
     if (!(await verifyPassword(existing.password_hash, password.slice(0, 1024)))) {
       throw new UnauthorizedError(`That is not the password of the orgdata account of ${offer.email}.`);
@@ -189,6 +201,8 @@ function useInvitation(
     const holder = await trx.selectFrom('users').select('id').where('email_lower', '=', offer.email.toLowerCase()).executeTakeFirst();
     // An account made for this email since the password was checked: its password was not.
     if (holder && !existing) throw new UnauthorizedError(`An orgdata account for ${offer.email} exists now: sign in with its password.`);
+    // Another organisation's SSO account joins nothing until its holder proves the mailbox (rule 10).
+    if (holder && (await ssoOwnedElsewhere(trx, holder.id, offer.orgId))) throw new ForbiddenError(MAILBOX_FIRST);
     let userId = existing?.id;
     if (!userId) {
       userId = passwordless?.userId ?? newId('usr');

@@ -8,6 +8,7 @@ import { deliver, type IdentityDeps, type MailOutcome } from './mailer.js';
 import { passwordResetMail } from './messages.js';
 import { checkNewPassword } from './newPassword.js';
 import { later, lookupHash, newLinkToken, sameHash } from './secretLinks.js';
+import { mailboxProven } from './ssoTrust.js';
 
 /**
  * Forgotten passwords: a link mailed to the account's address (`/forgot-password`) or made by the
@@ -136,6 +137,8 @@ export async function resetPassword(
       .where('used_at', 'is', null)
       .execute();
     await trx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', reset.userId).execute();
+    // The holder proved the mailbox: no organisation's SSO keeps a hold on the account (rule 10).
+    const removed = await mailboxProven(trx, reset.userId);
     const ended = await trx.deleteFrom('sessions').where('user_id', '=', reset.userId).executeTakeFirst();
     const cause: IdentityCause = { actor_type: 'user', actor_id: reset.userId, request_id: request.requestId, origin: request.origin };
     await recordMemberEvent(
@@ -145,6 +148,13 @@ export async function resetPassword(
       { object: 'member', id: reset.userId, email: reset.email },
       cause,
       now,
+      removed.sso_links + removed.passkeys + removed.totp + removed.recovery_codes > 0
+        ? {
+            removed_sso_links: String(removed.sso_links),
+            removed_sso_passkeys: String(removed.passkeys),
+            removed_sso_totp: String(removed.totp),
+          }
+        : undefined,
     );
     return { userId: reset.userId, email: reset.email, ended_sessions: Number(ended.numDeletedRows) };
   });

@@ -4,6 +4,7 @@ import { recordMemberEvent, type IdentityCause } from '../events/memberEvents.js
 import { newId, nowIso } from '../ids.js';
 import { unusablePasswordHash } from '../orgs/passwords.js';
 import { emailDomain, type SsoProvider } from './ssoConfigs.js';
+import { otherSubjectAt } from './ssoTrust.js';
 import { hasSecondFactor } from './totp.js';
 
 /**
@@ -67,21 +68,27 @@ async function isMember(db: Kysely<Database>, orgId: string, userId: string): Pr
 }
 
 /**
- * The person verified claims name in the provider's organisation:
- * - linked before (`iss` + `sub`): that account, whatever the email says now;
- * - else the account with that email, when it is a member of the organisation (linked now);
+ * Who the verified claims name in the provider's organisation:
+ * - linked before (`iss` + `sub`): that account, whatever the email says now (`signed_in`);
+ * - else the account with that email, when it is a member of the organisation: not linked yet,
+ *   and no session — its holder must first sign in with the account's own factors (`consent`,
+ *   IDENTITY.md rule 10; dashboard/pages/ssoLink.ts). An account linked at this issuer to
+ *   another subject is refused (`subject_mismatch`);
  * - else, with auto-join on or an open invitation of the email, a new account (no usable
- *   password) made a `member` (or the invitation's role).
+ *   password) made a `member` (or the invitation's role), marked as this organisation's alone
+ *   (`users.sso_org_id`) until its holder proves the mailbox (ssoTrust.ts).
  * An existing account that is not a member is refused even with auto-join: the provider is the
  * organisation's, and it must not be a way into an account that belongs to other organisations.
  */
+export type SsoPerson = { kind: 'signed_in'; userId: string; email: string } | { kind: 'consent'; userId: string; email: string };
+
 export async function resolveSsoUser(
   db: Kysely<Database>,
   provider: SsoProvider,
   claims: SsoClaims,
   cause: (userId: string) => IdentityCause,
   now: Date,
-): Promise<{ userId: string; email: string }> {
+): Promise<SsoPerson> {
   const linked = await db
     .selectFrom('sso_identities')
     .innerJoin('users', 'users.id', 'sso_identities.user_id')
@@ -108,15 +115,16 @@ export async function resolveSsoUser(
   if (known?.deactivated_at) throw new SsoRefused('deactivated', 'This account is deactivated: ask the operator.', 403, person);
   if (known) {
     if (!(await isMember(db, provider.orgId, known.id))) throw new SsoRefused('not_a_member', NO_MEMBERSHIP, 403, person);
-    if (!linked) {
-      await db
-        .insertInto('sso_identities')
-        .values({ issuer: claims.issuer, subject: claims.subject, user_id: known.id, created_at: nowIso(now) })
-        // Two first sign-ins of the same person racing: the link is the same, once.
-        .onConflict((conflict) => conflict.columns(['issuer', 'subject']).doNothing())
-        .execute();
+    if (linked) return { kind: 'signed_in', userId: known.id, email: known.email };
+    if (await otherSubjectAt(db, claims.issuer, claims.subject, known.id)) {
+      throw new SsoRefused(
+        'subject_mismatch',
+        'This email address is already linked to another account at this sign-in provider, so it cannot sign you in.',
+        403,
+        person,
+      );
     }
-    return { userId: known.id, email: known.email };
+    return { kind: 'consent', userId: known.id, email: known.email };
   }
   // An open invitation of this email ("Join with SSO" on the invitation page) lets them in with
   // its role even when auto-join is off, and is used up.
@@ -147,6 +155,8 @@ export async function resolveSsoUser(
         password_hash: passwordHash,
         created_at: at,
         deactivated_at: null,
+        // This organisation's alone until its holder proves the mailbox (ssoTrust.ts).
+        sso_org_id: provider.orgId,
       })
       .execute();
     await trx.insertInto('memberships').values({ org_id: provider.orgId, user_id: userId, role, created_at: at }).execute();
@@ -161,7 +171,7 @@ export async function resolveSsoUser(
       method: 'sso',
     });
   });
-  return { userId, email };
+  return { kind: 'signed_in', userId, email };
 }
 
 /**

@@ -3,11 +3,12 @@ import { lockOrg } from '../../db/transaction.js';
 import type { Database, Role } from '../../db/schema.js';
 import { revokeKeysCreatedBy } from '../apiKeys/apiKeys.js';
 import { keysRevoked } from '../apiKeys/keyCache.js';
-import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { OPERATOR, recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
 import { newId, nowIso } from '../ids.js';
 import { checkEmail } from '../validation.js';
 import { hashPassword } from './passwords.js';
+import { MAILBOX_FIRST, ssoOwnedElsewhere } from '../identity/ssoTrust.js';
 
 export interface OrgView {
   id: string;
@@ -109,6 +110,9 @@ export async function addUser(
   const passwordHash = await hashPassword(input.password);
   return db.transaction().execute(async (trx) => {
     const user = await findOrCreateUser(trx, input.email, passwordHash, now);
+    // An account another organisation's SSO made joins nothing else until its holder proves the
+    // mailbox (IDENTITY.md rule 10): not silently, not by the operator either.
+    if (await ssoOwnedElsewhere(trx, user.id, input.orgId)) throw new ForbiddenError(MAILBOX_FIRST);
     const member = await trx
       .selectFrom('memberships')
       .select('role')

@@ -31,6 +31,13 @@ export interface SessionView {
   method: string;
   /** When its person last proved who they are (sign-in or re-authentication). */
   authenticatedAt: string;
+  /**
+   * When the account's own factors were last proved in this session (IDENTITY.md rule 8): what a
+   * change to the account (passkeys, TOTP, recovery codes, password) needs. A session opened by an
+   * organisation's SSO has none (null) until its person re-authenticates with them; any other
+   * session's every proof was the account's own, so it is authenticatedAt.
+   */
+  accountProofAt: string | null;
   /** The organisation's two-factor policy (nobody | admins | everyone). */
   requireTwoFactor: TwoFactorPolicy;
 }
@@ -46,6 +53,12 @@ export interface SessionOpening {
    * change rotates the session but is no re-authentication: it asks no second factor). Now by default.
    */
   authenticatedAt?: string;
+  /**
+   * Whether the account's own factors were proved when it opened (account_proof_at = the time of
+   * the proof). Default: every way in but single sign-on (an organisation's provider vouches for
+   * that organisation only, IDENTITY.md rule 8).
+   */
+  accountProof?: boolean;
 }
 
 // last_seen_at is written when a request finds it older than this, not on every request.
@@ -151,6 +164,7 @@ export async function openSession(
       expires_at: nowIso(expiresAt),
       method: opening.method,
       authenticated_at: opening.authenticatedAt ?? nowIso(now),
+      account_proof_at: (opening.accountProof ?? opening.method !== 'sso') ? (opening.authenticatedAt ?? nowIso(now)) : null,
       last_seen_at: nowIso(now),
       origin: opening.origin,
     })
@@ -210,6 +224,7 @@ export async function findSession(
       'sessions.created_at',
       'sessions.method',
       'sessions.authenticated_at',
+      'sessions.account_proof_at',
       'sessions.last_seen_at',
       'orgs.require_two_factor',
       'users.email',
@@ -236,6 +251,7 @@ export async function findSession(
     sessionHash: idHash,
     method: row.method,
     authenticatedAt: row.authenticated_at ?? row.created_at,
+    accountProofAt: row.method === 'sso' ? row.account_proof_at : (row.authenticated_at ?? row.created_at),
     requireTwoFactor: row.require_two_factor,
     userId: row.user_id,
     email: row.email,
