@@ -54,4 +54,9 @@ if (process.env.TEST_DATABASE_URL) {
   projects.push({ test: { ...shared, name: 'postgres', include: fastOnDatabases, env: { TEST_DIALECTS: 'postgres' } } });
 }
 
-export default defineConfig({ test: { projects } });
+/**
+ * Two files at a time. Vitest's default is one fewer than the cores, which on our 2-core machines
+ * is one: every file waited for the one before, though most of a file's time is spent waiting on
+ * a server process, PostgreSQL or the browser rather than on the CPU.
+ */
+export default defineConfig({ test: { projects, maxWorkers: 2 } });

@@ -125,7 +125,7 @@ describe.skipIf(!hasChromium)('the API reference in a browser', { timeout: 120_0
 
         // Scrollable code samples: in the tab order, named, and focus drawn around them.
         const scrollables = (await page.evaluate(`[...document.querySelectorAll('#redoc *')]
-          .filter((e) => { const s = getComputedStyle(e); return /(auto|scroll)/.test(s.overflowX + s.overflowY) && (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1) && e.getClientRects().length > 0; })
+          .filter((e) => { const s = getComputedStyle(e); return e.getClientRects().length > 0 && ((/(auto|scroll)/.test(s.overflowX) && e.scrollWidth > e.clientWidth + 1) || (/(auto|scroll)/.test(s.overflowY) && e.scrollHeight > e.clientHeight + 1)); })
           .map((e) => ({ tabindex: e.getAttribute('tabindex'), name: e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') || '' }))`)) as {
           tabindex: string | null;
           name: string;
