@@ -137,10 +137,12 @@ describe.skipIf(!hasChromium)('the API reference in a browser', { timeout: 120_0
         }
         const sample = page.locator('#redoc pre[tabindex="0"]').first();
         await sample.focus();
-        const outline = (await sample.evaluate(
-          `(e) => { const s = getComputedStyle(e); return s.outlineStyle + ' ' + s.outlineWidth; }`,
-        )) as string;
-        expect(outline).not.toMatch(/^none|0px$/);
+        // A string is evaluated in the page (this file is compiled without the DOM's types).
+        const focused = (await page.evaluate(
+          `(() => { const e = document.activeElement; const s = getComputedStyle(e); return { tag: e.tagName, outline: s.outlineStyle + ' ' + s.outlineWidth }; })()`,
+        )) as { tag: string; outline: string };
+        expect(focused.tag).toBe('PRE');
+        expect(focused.outline).not.toMatch(/^none|\b0px$/);
         await page.screenshot({ path: path.join(ARTIFACTS, `docs-a11y-${width}-${colorScheme}.png`) });
         expect(errors).toEqual([]);
         await context.close();
