@@ -4,12 +4,13 @@
  * from two dev dependencies into dist/assets, so that a production install (`npm ci --omit=dev`),
  * which has neither, serves dist/ as built:
  * - the API reference's renderer, Redoc's self-contained browser bundle with its licence and
- *   package.json, into dist/assets/redoc (src/http/redocAssets.ts; Redoc with its peers is 85 MB);
+ *   package.json, into dist/assets/redoc (src/http/redocAssets.ts; Redoc with its peers is 85 MB),
+ *   with the bundle as served compressed (brotli and gzip, named by its hash; /docs sends them);
  * - the dashboard's Lucide icons (the SVG files dist/dashboard/icons.js names) with their licence,
  *   into dist/assets/lucide (src/dashboard/icons.ts; lucide-static is 67 MB, mostly fonts).
  * Plain JavaScript, like compile.mjs: it runs with nothing but Node, after tsc has built dist/.
  */
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -35,6 +36,16 @@ if (redoc) {
     ['package.json', 'package.json'],
   ]) {
     copyFileSync(path.join(redoc, from), path.join(into, to));
+  }
+  // The bundle as served (src/http/redocAssets.ts patches it), compressed once here at the best
+  // settings, brotli and gzip, named by its hash: /docs sends whichever the browser accepts.
+  const assets = path.join(here, 'dist', 'http', 'redocAssets.js');
+  if (existsSync(assets)) {
+    const { findRedocBundle, compressedFileName } = await import(pathToFileURL(assets).href);
+    const { compress, ENCODINGS } = await import(pathToFileURL(path.join(here, 'dist', 'http', 'encodedAsset.js')).href);
+    const bundle = findRedocBundle();
+    for (const encoding of ENCODINGS)
+      writeFileSync(path.join(into, compressedFileName(bundle, encoding)), compress(bundle.script, encoding, true));
   }
 } else {
   console.log('orgdata: no redoc here (a production install): dist/assets/redoc is used as built');

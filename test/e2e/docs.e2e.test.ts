@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seriousA11yViolations } from './accessibility.js';
 import { ARTIFACTS, hasChromium, launchBrowser, startLiveServer, watchConsole, type LiveServer } from './browser.js';
 
 /** The sidebar's tags, in the order a newcomer needs them (issue 31, item 4). */
@@ -102,6 +103,50 @@ describe.skipIf(!hasChromium)('the API reference in a browser', { timeout: 120_0
     expect(errors).toEqual([]);
     await context.close();
   });
+
+  /**
+   * Accessible at both widths in both colour schemes (issue 42): no serious or critical axe-core
+   * violation (Redoc's default colours missed contrast, its code blocks scrolled without keyboard
+   * access, a sidebar item's accessible name did not match its text); every scrollable region can
+   * be reached and scrolled with the keyboard, and shows where the focus is.
+   */
+  for (const width of [1280, 375] as const)
+    for (const colorScheme of ['light', 'dark'] as const)
+      it(`is accessible at ${width} px, ${colorScheme} scheme`, async () => {
+        const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme });
+        const page = await context.newPage();
+        const errors: string[] = [];
+        watchConsole(page, errors);
+        await page.goto(`${server.url}/docs`);
+        await page.locator('[data-section-id="tag/Contacts/operation/createContact"]').waitFor({ timeout: 30_000 });
+        // Once Redoc has rendered: the marker our script sets after its last pass over the page.
+        await page.locator('html[data-reference-ready]').waitFor({ state: 'attached', timeout: 30_000 });
+        expect(await seriousA11yViolations(page)).toEqual([]);
+
+        // Scrollable code samples: in the tab order, named, and focus drawn around them.
+        const scrollables = (await page.evaluate(`[...document.querySelectorAll('#redoc *')]
+          .filter((e) => { const s = getComputedStyle(e); return e.getClientRects().length > 0 && ((/(auto|scroll)/.test(s.overflowX) && e.scrollWidth > e.clientWidth + 1) || (/(auto|scroll)/.test(s.overflowY) && e.scrollHeight > e.clientHeight + 1)); })
+          .map((e) => ({ tabindex: e.getAttribute('tabindex'), name: e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') || '' }))`)) as {
+          tabindex: string | null;
+          name: string;
+        }[];
+        expect(scrollables.length).toBeGreaterThan(0);
+        for (const region of scrollables) {
+          expect(region.tabindex).toBe('0');
+          expect(region.name).not.toBe('');
+        }
+        const sample = page.locator('#redoc pre[tabindex="0"]').first();
+        await sample.focus();
+        // A string is evaluated in the page (this file is compiled without the DOM's types).
+        const focused = (await page.evaluate(
+          `(() => { const e = document.activeElement; const s = getComputedStyle(e); return { tag: e.tagName, outline: s.outlineStyle + ' ' + s.outlineWidth }; })()`,
+        )) as { tag: string; outline: string };
+        expect(focused.tag).toBe('PRE');
+        expect(focused.outline).not.toMatch(/^none|\b0px$/);
+        await page.screenshot({ path: path.join(ARTIFACTS, `docs-a11y-${width}-${colorScheme}.png`) });
+        expect(errors).toEqual([]);
+        await context.close();
+      });
 
   it('is readable on a phone (375 px)', async () => {
     const { context, page, errors } = await watchedPage(375);

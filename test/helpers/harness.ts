@@ -22,8 +22,16 @@ import type { Ctx } from '../../src/domain/context.js';
 export type Dialect = 'sqlite' | 'postgres';
 
 /** Every database suite runs on SQLite, and on PostgreSQL too when TEST_DATABASE_URL is set. */
-export const DIALECTS: Dialect[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
-export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? null;
+/**
+ * The dialects the database suites run on: SQLite, and PostgreSQL with TEST_DATABASE_URL; or those
+ * TEST_DIALECTS names (vitest.config.ts: the `postgres` project runs the fast tier's on PostgreSQL only).
+ */
+export const DIALECTS: Dialect[] = process.env.TEST_DIALECTS
+  ? (process.env.TEST_DIALECTS.split(',') as Dialect[])
+  : process.env.TEST_DATABASE_URL
+    ? ['sqlite', 'postgres']
+    : ['sqlite'];
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || null;
 
 export const SECRET = 'test-secret-key-that-is-at-least-32-characters';
 
