@@ -65,6 +65,7 @@ describe('endpoints without a session, one instance (memory, SQLite)', () => {
 
   it.each([
     ['GET', '/sso/start?email=someone%40nowhere.test'],
+    ['POST', '/sso/start'],
     ['GET', '/sso/callback?state=x&code=y'],
     ['GET', '/forgot-password'],
     ['POST', '/forgot-password'],

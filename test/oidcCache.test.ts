@@ -1,3 +1,4 @@
+import { approveSsoDomains } from './helpers/ssoServer.js';
 import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setSso, type SsoProvider } from '../src/domain/identity/ssoConfigs.js';
@@ -108,8 +109,23 @@ describe('/sso/start asks the provider for its discovery once, until the configu
         at,
       );
     await save(new Date(Date.now() - 60_000));
-    const start = (i: number) =>
-      h.app.inject({ method: 'GET', url: `/sso/start?email=someone${i}%40${domain}`, remoteAddress: `192.0.2.${i + 1}` });
+    // Rule 9: the domain routes /sso/start only once verified (here, approved as the operator does).
+    await approveSsoDomains(h.db, org.orgId, [domain]);
+    // The sign-in form's POST, with its token (GET /sso/start only shows the form).
+    const start = async (i: number) => {
+      const remoteAddress = `192.0.2.${i + 1}`;
+      const form = await h.app.inject({ method: 'GET', url: `/sso/start?email=someone${i}%40${domain}`, remoteAddress });
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? '';
+      const cookie = form.headers['set-cookie'];
+      const cookies = (Array.isArray(cookie) ? cookie : [cookie ?? '']).map((c) => c.split(';')[0]).join('; ');
+      return h.app.inject({
+        method: 'POST',
+        url: '/sso/start',
+        remoteAddress,
+        headers: { cookie: cookies, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({ _csrf: csrf, email: `someone${i}@${domain}` }).toString(),
+      });
+    };
     for (let i = 0; i < 30; i++) expect((await start(i)).statusCode).toBe(303);
     expect(idp.hits.get(DISCOVERY)).toBe(1);
     await save(new Date());

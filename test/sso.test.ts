@@ -3,7 +3,16 @@ import type { Db } from '../src/db/database.js';
 import { DIALECTS } from './helpers/harness.js';
 import { CookieJar, startProvider, type TestProvider } from './helpers/oidcProvider.js';
 import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
-import { approveSsoDomains, consentToLink, databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import {
+  approveSsoDomains,
+  consentToLink,
+  startSso,
+  databaseOf,
+  passwordSignIn,
+  runCli,
+  sessionCookieOf,
+  ssoSignIn,
+} from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -98,7 +107,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
       required: false,
     });
     // The domains lead nowhere until verified (IDENTITY.md rule 9): the operator approves them here.
-    expect((await fetch(`${base}/sso/start?email=alice@acme.test`, { redirect: 'manual' })).status).toBe(400);
+    expect((await startSso(base, 'alice@acme.test')).status).toBe(400);
     await approveSsoDomains(env, orgId, ['acme.test', 'acme-two.test']);
     expect(JSON.parse((await runCli(env.env, ['sso', 'show', '--org', orgId, '--json'])).stdout).verified_domains).toEqual([
       'acme-two.test',
@@ -154,7 +163,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     const approve = await runCli(env.env, ['sso', 'domains', 'approve', '--org', other, '--domain', 'acme.test', '--json']);
     expect(approve.code).toBe(1);
     expect(JSON.parse(approve.stdout).error.message).toContain('acme.test is already verified for single sign-on by organisation');
-    expect((await fetch(`${base}/sso/start?email=alice@acme.test`, { redirect: 'manual' })).status).toBe(303);
+    expect((await startSso(base, 'alice@acme.test')).status).toBe(303);
     // The settings of the first organisation are untouched.
     expect(JSON.parse((await runCli(env.env, ['sso', 'show', '--org', orgId, '--json'])).stdout).client_id).toBe(idp.clientId);
   });
@@ -270,7 +279,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
 
     // A browser that did not start the sign-in cannot finish it, even with a valid code and state.
     const victim = new CookieJar();
-    const start = await victim.fetch(`${base}/sso/start?email=alice@acme.test`);
+    const start = await startSso(base, 'alice@acme.test', victim);
     const { authorizeAt } = await import('./helpers/oidcProvider.js');
     const callback = await authorizeAt(victim, start.headers.get('location')!, 'alice', `${base}/sso/callback`);
     const elsewhere = await fetch(callback, { redirect: 'manual' });
@@ -283,7 +292,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
   it('answers every email without SSO alike (no enumeration)', async () => {
     const answers = await Promise.all(
       ['nobody@unknown.test', 'not-an-email', '', 'x@acme.test.evil'].map(async (email) => {
-        const r = await fetch(`${base}/sso/start?email=${encodeURIComponent(email)}`, { redirect: 'manual' });
+        const r = await startSso(base, email);
         return { status: r.status, body: (await r.text()).replace(/nonce-[^"]+/g, '') };
       }),
     );
@@ -331,11 +340,37 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
     expect((await passwordSignIn(base, 'alice@acme.test', PASSWORD)).response.status).toBe(303);
   });
 
+  it('starts a sign-in only from its own form (login CSRF): a link or another site starts nothing', async () => {
+    // A link shows the form with the email filled in: no redirect, no pending sign-in.
+    const shown = await fetch(`${base}/sso/start?email=alice@acme.test`, { redirect: 'manual' });
+    expect(shown.status).toBe(200);
+    expect(await shown.text()).toContain('value="alice@acme.test"');
+    expect(shown.headers.getSetCookie().some((c) => c.startsWith('od_sso='))).toBe(false);
+    const post = (jar: CookieJar, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      jar.fetch(`${base}/sso/start`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(fields).toString(),
+      });
+    // Another site's form: no token, or this browser's token sent from elsewhere.
+    expect((await post(new CookieJar(), { email: 'alice@acme.test' })).status).toBe(403);
+    const jar = new CookieJar();
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await (await jar.fetch(`${base}/sso/start?email=alice@acme.test`)).text())![1]!;
+    const crossSite = await post(jar, { _csrf: csrf, email: 'alice@acme.test' }, { origin: 'https://evil.example' });
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.headers.get('location')).toBeNull();
+    expect((await post(new CookieJar(), { _csrf: csrf, email: 'alice@acme.test' })).status).toBe(403);
+    // Its own form, in the browser that loaded it: on to the provider.
+    const own = await post(jar, { _csrf: csrf, email: 'alice@acme.test' });
+    expect(own.status).toBe(303);
+    expect(own.headers.get('location')).toMatch(/^http:\/\/localhost:\d+\//);
+  });
+
   it('removes SSO by the CLI: /sso/start then answers as for any other email', async () => {
     const removed = await runCli(env.env, ['sso', 'remove', '--org', orgId, '--json']);
     expect(JSON.parse(removed.stdout)).toEqual({ org_id: orgId, removed: true });
     expect(JSON.parse((await runCli(env.env, ['sso', 'show', '--org', orgId, '--json'])).stdout).configured).toBe(false);
-    expect((await fetch(`${base}/sso/start?email=alice@acme.test`, { redirect: 'manual' })).status).toBe(400);
+    expect((await startSso(base, 'alice@acme.test')).status).toBe(400);
     expect((await events('security.sso_removed')).length).toBe(1);
     expect((await setSso()).code).toBe(0);
     await approveSsoDomains(env, orgId, ['acme.test', 'acme-two.test']);

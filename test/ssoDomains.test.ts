@@ -8,7 +8,7 @@ import { startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
 import { DIALECTS } from './helpers/harness.js';
 import { CookieJar, startProvider, type TestProvider } from './helpers/oidcProvider.js';
 import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
-import { approveSsoDomains, databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import { approveSsoDomains, databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn, startSso } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -74,7 +74,7 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
     return { status: res.status, body: await res.text() };
   };
   const startAnswer = async (email: string) => {
-    const r = await fetch(`${base}/sso/start?email=${encodeURIComponent(email)}`, { redirect: 'manual' });
+    const r = await startSso(base, email);
     return { status: r.status, body: (await r.text()).replace(/nonce-[^"]+/g, '') };
   };
 

@@ -17,6 +17,7 @@ const BOUNDED: Record<string, 'page' | 'json'> = {
   'POST /login/passkey/options': 'json',
   'POST /invite/:token/passkey/options': 'json',
   'GET /sso/start': 'page',
+  'POST /sso/start': 'page',
   'GET /sso/callback': 'page',
   'GET /forgot-password': 'page',
   'POST /forgot-password': 'page',

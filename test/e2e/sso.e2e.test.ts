@@ -145,6 +145,7 @@ describe.skipIf(!hasChromium)('single sign-on in a browser', { timeout: 120_000 
     });
     // Signed in through SSO (linked by the test above, or linked here with her password).
     await page.goto(`${server.url}/sso/start?email=lin%40sso-e2e.test`);
+    await page.getByRole('button', { name: 'Sign in with SSO' }).click();
     await page.waitForURL(new RegExp(`^${idp.issuer}/interaction/`));
     await page.locator('input[name=login]').fill('lin');
     await page.locator('input[name=password]').fill('anything');

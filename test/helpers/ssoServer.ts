@@ -33,6 +33,21 @@ export function databaseOf(env: ServerEnv): Db {
 }
 
 /**
+ * `/sso/start` as the sign-in page's form sends it: the form first (`GET /sso/start?email=…`, for
+ * this browser's form token), then its POST (login CSRF, IDENTITY.md rule 18). Returns the POST's
+ * response, not followed: 303 to the provider, or the 400 page for an email without SSO.
+ */
+export async function startSso(base: string, email: string, jar = new CookieJar(), next = ''): Promise<Response> {
+  const form = await jar.fetch(`${base}/sso/start?email=${encodeURIComponent(email)}`);
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  return jar.fetch(`${base}/sso/start`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+    body: new URLSearchParams({ _csrf: csrf, email, next }).toString(),
+  });
+}
+
+/**
  * One SSO sign-in as a browser makes it: `/sso/start?email=…`, the provider's pages (logging in
  * as `login`), then the callback. `tamper` may change the authorization URL on its way to the
  * provider. Returns the callback's response (not followed) and its URL.
@@ -44,7 +59,7 @@ export async function ssoSignIn(
   options: { jar?: CookieJar; tamper?: (url: URL) => void } = {},
 ): Promise<{ response: Response; callbackUrl: string; jar: CookieJar }> {
   const jar = options.jar ?? new CookieJar();
-  const start = await jar.fetch(`${base}/sso/start?email=${encodeURIComponent(email)}`);
+  const start = await startSso(base, email, jar);
   if (start.status !== 303) throw new Error(`/sso/start answered ${start.status}: ${(await start.text()).slice(0, 500)}`);
   const authorization = new URL(start.headers.get('location')!);
   options.tamper?.(authorization);

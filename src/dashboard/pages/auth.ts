@@ -64,7 +64,7 @@ function signInPage(options: {
       </div>
       <script src="/assets/passkeys.js" defer></script>
       <p><a href="/forgot-password">Forgot your password?</a></p>
-      ${ssoForm()}
+      ${ssoForm(options.csrf)}
     </div>`,
   });
 }

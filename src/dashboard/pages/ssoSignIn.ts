@@ -3,6 +3,8 @@ import { createChallenge, takeChallenge } from '../../domain/identity/challenges
 import { ssoOrgForEmail, ssoProviderOf } from '../../domain/identity/ssoConfigs.js';
 import { resolveSsoUser, SsoRefused } from '../../domain/identity/ssoSignIn.js';
 import { text } from '../context.js';
+import { checkFormToken, formToken } from '../formGuard.js';
+import { signInPageCsp, ssoForm } from './ssoForm.js';
 import { html } from '../html.js';
 import { page } from '../layout.js';
 import { causeOf, finishSignIn, signInFailed } from '../signIns.js';
@@ -41,7 +43,7 @@ function ssoPage(reply: FastifyReply, status: number, title: string, message: st
 }
 
 /**
- * `GET /sso/start?email=…` and `GET /sso/callback` (IDENTITY.md "Single sign-on"). The start finds
+ * `POST /sso/start` (the form; `GET /sso/start?email=…` shows it) and `GET /sso/callback` (IDENTITY.md "Single sign-on"). The start finds
  * the organisation by the email's domain and sends the browser to its provider; the state, nonce
  * and PKCE verifier wait in an `sso` challenge (10 minutes, single use) named by the `od_sso`
  * cookie. The callback takes that challenge (a replayed callback URL finds none), has the
@@ -51,8 +53,32 @@ export const ssoSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
   const { db, secret, oidc } = deps;
   const redirectUri = `${deps.identity.publicUrl}/sso/callback`;
 
+  // A link to /sso/start (the invitation page's "Join with SSO", a bookmark) shows the form with
+  // the email filled in: it starts nothing, calls no provider and stores nothing. Only the form's
+  // POST, with this browser's token, starts a sign-in (login CSRF, IDENTITY.md rule 18).
   app.get('/sso/start', async (request, reply) => {
-    const email = text(request.query, 'email').trim();
+    const email = text(request.query, 'email').trim().slice(0, 320);
+    const csrf = formToken(request, reply, secret, deps.secureCookies);
+    return reply
+      .header('content-security-policy', signInPageCsp(deps.ssoAllowPrivateIssuers))
+      .type('text/html; charset=utf-8')
+      .send(
+        page({
+          title: 'Sign in with SSO',
+          session: null,
+          body: html`<div class="login card">
+            <h1>Sign in with single sign-on</h1>
+            <p>Continue to your organisation's sign-in page.</p>
+            ${ssoForm(csrf, email, safeNext(text(request.query, 'next')))}
+            <p><a href="/login">Sign in another way</a></p>
+          </div>`,
+        }),
+      );
+  });
+
+  app.post('/sso/start', async (request, reply) => {
+    checkFormToken(request, secret, text(request.body, '_csrf'));
+    const email = text(request.body, 'email').trim();
     const orgId = email.length <= 320 ? await ssoOrgForEmail(db, email) : null;
     const provider = orgId ? await ssoProviderOf(db, secret, orgId) : null;
     // One answer for every email without SSO (unknown domain, malformed, none): nothing to learn.
@@ -77,7 +103,7 @@ export const ssoSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
       state: authorization.state,
       nonce: authorization.nonce,
       verifier: authorization.verifier,
-      next: safeNext(text(request.query, 'next')),
+      next: safeNext(text(request.body, 'next')),
     };
     const token = await createChallenge(db, 'sso', null, challenge, SSO_TTL_MS, new Date());
     reply.setCookie(SSO_COOKIE, token, {

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
 import { newId, nowIso } from '../ids.js';
@@ -203,10 +203,26 @@ export async function switchRefusedBySso(
     .where('memberships.user_id', '=', session.userId)
     .where('memberships.org_id', '=', orgId)
     .where('sso_configs.required', '=', 'yes')
+    .where(requiresWithVerifiedDomain)
     .executeTakeFirst();
   if (!row) return null;
   if (row.role === 'admin' && (await hasSecondFactor(db, session.userId))) return null;
   return 'That organisation signs in with single sign-on: sign out, then use "Sign in with SSO" with your work email.';
+}
+
+/**
+ * "Require SSO" holds only while the organisation has a verified domain (IDENTITY.md rule 9: an
+ * unverified domain claims nothing and blocks nobody). Without one, SSO routes nobody, so refusing
+ * passwords would lock every member out (after migration 023, until someone verifies a domain).
+ */
+function requiresWithVerifiedDomain(eb: ExpressionBuilder<Database, 'memberships' | 'sso_configs'>) {
+  return eb.exists(
+    eb
+      .selectFrom('sso_domains')
+      .select('sso_domains.domain')
+      .whereRef('sso_domains.org_id', '=', 'memberships.org_id')
+      .where('sso_domains.verified_at', 'is not', null),
+  );
 }
 
 export async function passwordRefusedBySso(db: Kysely<Database>, userId: string): Promise<string | null> {
@@ -216,6 +232,7 @@ export async function passwordRefusedBySso(db: Kysely<Database>, userId: string)
     .select('memberships.role')
     .where('memberships.user_id', '=', userId)
     .where('sso_configs.required', '=', 'yes')
+    .where(requiresWithVerifiedDomain)
     .execute();
   if (roles.length === 0) return null;
   if (roles.some((r) => r.role !== 'admin')) {
