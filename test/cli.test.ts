@@ -59,6 +59,9 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '019_contact_email_nfc',
       '020_invitations_password_resets',
       '021_sign_in_factors',
+      '022_sso_trust',
+      '023_sso_domain_verification',
+      '025_bounded_sign_in',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

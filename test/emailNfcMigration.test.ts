@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { migrateToLatest, migrator, type Db } from '../src/db/database.js';
+import { migrateToLatest, migrations, migrator, type Db } from '../src/db/database.js';
 import { createContact } from '../src/domain/contacts/contacts.js';
 import { listContacts, type ContactFilters } from '../src/domain/contacts/list.js';
 import { searchText } from '../src/domain/contacts/searchText.js';
@@ -68,7 +68,7 @@ describe.each(DIALECTS)('migration 019 on %s', (dialect) => {
     });
     const started = new Date().toISOString();
     try {
-      expect(await migrateToLatest(db)).toEqual(['019_contact_email_nfc', '020_invitations_password_resets', '021_sign_in_factors']);
+      expect(await migrateToLatest(db)).toEqual(Object.keys(migrations).filter((name) => name >= '019'));
     } finally {
       write.mockRestore();
     }
