@@ -125,13 +125,19 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
     expect(await count('invitations', org.orgId)).toBe(1);
   });
 
-  it('a member invitation is not a grant of admin power: it is not asked; resending an admin invitation is', async () => {
+  it('every invitation widens who reaches the data: a member invitation and its resend are asked for too; revoking is not', async () => {
     const org = await newOrg();
     const admin = await DashboardBrowser.signIn(env.url, org.adminEmail);
     const made = await admin.submit(MEMBERS, MEMBERS, { email: fresh('future-admin'), role: 'admin' });
     expect(made.status).toBe(200);
     await age(org.adminId, 11);
+    const stale = await admin.submit(MEMBERS, MEMBERS, { email: fresh('reader'), role: 'member' });
+    expect(stale.status).toBe(303);
+    expect(stale.headers.get('location')).toBe(`/reauth?next=${encodeURIComponent(MEMBERS)}`);
+    expect((await db.kysely.selectFrom('invitations').select('id').where('org_id', '=', org.orgId).execute()).length).toBe(1);
+    await age(org.adminId, 0);
     expect((await admin.submit(MEMBERS, MEMBERS, { email: fresh('reader'), role: 'member' })).status).toBe(200);
+    await age(org.adminId, 11);
     const rows = await db.kysely.selectFrom('invitations').select(['id', 'role', 'token_hash']).where('org_id', '=', org.orgId).execute();
     const adminInvite = rows.find((r) => r.role === 'admin')!;
     const memberInvite = rows.find((r) => r.role === 'member')!;
@@ -141,7 +147,9 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
     expect(resent.headers.get('location')).toBe(`/reauth?next=${encodeURIComponent(MEMBERS)}`);
     const after = await db.kysely.selectFrom('invitations').select('token_hash').where('id', '=', adminInvite.id).executeTakeFirstOrThrow();
     expect(after.token_hash).toBe(adminInvite.token_hash);
-    expect((await admin.submit(MEMBERS, `${MEMBERS}/invitations/${memberInvite.id}/resend`)).status).toBe(200);
+    const memberResend = await admin.submit(MEMBERS, `${MEMBERS}/invitations/${memberInvite.id}/resend`);
+    expect(memberResend.status).toBe(303);
+    expect(memberResend.headers.get('location')).toBe(`/reauth?next=${encodeURIComponent(MEMBERS)}`);
     // Revoking takes power away: not asked.
     expect((await admin.submit(MEMBERS, `${MEMBERS}/invitations/${adminInvite.id}/revoke`)).status).toBe(303);
     expect(

@@ -8,6 +8,7 @@ import { html, type Html } from '../html.js';
 import { csrf } from '../layout.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
 import { causeOf } from '../signIns.js';
+import { requireAccountProof } from '../reauth.js';
 
 const ACCOUNT = '/settings/account';
 const SESSIONS = `${ACCOUNT}/sessions`;
@@ -85,8 +86,12 @@ export async function sessionsSection(db: Kysely<Database>, session: SessionView
  * Revoking one of your sessions (by its short id, never the cookie) and signing out everywhere
  * else. A session id that is not yours is "not found": nothing ends.
  */
-export const accountSessionPages: FastifyPluginAsync<DashboardDeps> = async (app, { db }) => {
-  app.post<{ Params: { id: string } }>(`${SESSIONS}/:id/revoke`, async (request, reply) => {
+export const accountSessionPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
+  const { db } = deps;
+  // Ending the account's other sessions from a session an organisation's SSO opened would let
+  // that organisation's provider sign the holder out everywhere: the account's own proof first (rule 8).
+  const ownProofInSso = { preHandler: requireAccountProof(deps, { fallback: ACCOUNT, ssoOnly: true }) };
+  app.post<{ Params: { id: string } }>(`${SESSIONS}/:id/revoke`, ownProofInSso, async (request, reply) => {
     const session = request.session!;
     const revoked = await revokeSession(db, session.userId, request.params.id, causeOf(request, session.userId), new Date());
     if (revoked.id === session.sessionHash.slice(0, 16)) {
@@ -98,7 +103,7 @@ export const accountSessionPages: FastifyPluginAsync<DashboardDeps> = async (app
     return reply.redirect(ACCOUNT, 303);
   });
 
-  app.post(`${SESSIONS}/revoke-others`, async (request: FastifyRequest, reply) => {
+  app.post(`${SESSIONS}/revoke-others`, ownProofInSso, async (request: FastifyRequest, reply) => {
     const session = request.session!;
     const ended = await endSessionsOf(db, session.userId, session.sessionHash, causeOf(request, session.userId), new Date());
     flash(reply, ended === 0 ? 'You were signed in nowhere else.' : `Signed out of ${ended} other session${ended === 1 ? '' : 's'}.`);

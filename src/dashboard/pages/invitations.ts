@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ValidationError } from '../../domain/errors.js';
-import { inviteMember, pendingInvitationRole, resendInvitation, revokeInvitation } from '../../domain/identity/invitations.js';
+import { inviteMember, resendInvitation, revokeInvitation } from '../../domain/identity/invitations.js';
 import { adminOnly, ctxOf, flash, originOf, requireAdmin, text } from '../context.js';
 import { fieldErrors } from '../html.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
@@ -12,25 +12,20 @@ import { requireRecentAuthentication } from '../reauth.js';
  * Settings → Members, invitations (admins): invite, resend, revoke (see
  * domain/identity/invitations.ts). A link that was mailed is announced; one that was not (no
  * SMTP_URL, or the mail failed) is shown on the page this once, never put in a cookie or a URL.
- * Making an admin is a grant of power (IDENTITY.md rule 11): inviting or re-inviting someone as an
- * admin asks for a recent proof of identity (REAUTH_MINUTES), as creating an API key does.
+ * Inviting is a grant of power (IDENTITY.md rule 11: a member reads the data, an admin makes keys):
+ * inviting or re-inviting anyone asks for a recent proof of identity (REAUTH_MINUTES), as creating an API key does.
  */
 export const invitationPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, identity } = deps;
   const asAdmin = {
     preHandler: [
       adminOnly,
-      requireRecentAuthentication(deps, { fallback: MEMBERS, when: (request) => text(request.body, 'role') === 'admin' }),
+      // Every invitation widens who can reach the data (a member reads it all), not only an admin's.
+      requireRecentAuthentication(deps, { fallback: MEMBERS }),
     ],
   };
   const reinvitingAdmin = {
-    preHandler: [
-      adminOnly,
-      requireRecentAuthentication(deps, {
-        fallback: MEMBERS,
-        when: async (request) => (await pendingInvitationRole(ctxOf(request, db), (request.params as { id: string }).id)) === 'admin',
-      }),
-    ],
+    preHandler: [adminOnly, requireRecentAuthentication(deps, { fallback: MEMBERS })],
   };
 
   app.post(MEMBERS, asAdmin, async (request, reply) => {

@@ -35,12 +35,19 @@ export const memberSecurityPages: FastifyPluginAsync<DashboardDeps> = async (app
   app.post<{ Params: { userId: string } }>(`${MEMBERS}/:userId/sign-out`, { preHandler: adminOnly }, async (request, reply) => {
     const session = request.session!;
     const member = await memberOfOrg(db, session.orgId, request.params.userId);
-    const ended = await endSessionsOf(db, member.id, null, causeOf(request, session.userId), new Date());
+    // All of their sessions only for an admin of every organisation they belong to; otherwise the
+    // sessions working in this organisation: an admin of A does not sign anyone out of B.
+    const everywhere = await assertAdminOfEveryOrgOf(db, session.userId, member.id).then(
+      () => true,
+      () => false,
+    );
+    const ended = await endSessionsOf(db, member.id, null, causeOf(request, session.userId), new Date(), everywhere ? null : session.orgId);
     if (member.id === session.userId) {
       reply.clearCookie(SESSION_COOKIE, { path: '/' });
       return reply.redirect('/login', 303);
     }
-    flash(reply, `${member.email} is signed out everywhere (${ended} session${ended === 1 ? '' : 's'} ended).`);
+    const where = everywhere ? 'everywhere' : `of ${session.orgName}`;
+    flash(reply, `${member.email} is signed out ${where} (${ended} session${ended === 1 ? '' : 's'} ended).`);
     return reply.redirect(MEMBERS, 303);
   });
 

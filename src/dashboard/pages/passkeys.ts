@@ -5,7 +5,7 @@ import { flash, text } from '../context.js';
 import { answer, endCeremony, jsonBody, jsonEndpoint, relyingPartyOf, startCeremony, str } from '../passkeyRequests.js';
 import { causeOf } from '../signIns.js';
 import type { DashboardDeps } from '../dashboardDeps.js';
-import { reauthenticationNeeded, requireRecentAuthentication } from '../reauth.js';
+import { reauthenticationNeeded, requireAccountProof } from '../reauth.js';
 import { PASSKEYS_PATH } from './passkeyViews.js';
 import { markAddedInSso } from '../../domain/identity/ssoTrust.js';
 
@@ -70,16 +70,21 @@ export const passkeyPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     }),
   );
 
-  app.post<{ Params: { id: string } }>(`${PASSKEYS_PATH}/:id/rename`, async (request, reply) => {
-    const renamed = await renamePasskey(db, request.session!.userId, request.params.id, text(request.body, 'name'));
-    flash(reply, `Passkey renamed to “${renamed.name}”.`);
-    return reply.redirect('/settings/account#passkeys', 303);
-  });
+  // Renaming and removing change the account: in a session SSO opened, its own proof first (rule 8).
+  app.post<{ Params: { id: string } }>(
+    `${PASSKEYS_PATH}/:id/rename`,
+    { preHandler: requireAccountProof(deps, { fallback: '/settings/account', ssoOnly: true }) },
+    async (request, reply) => {
+      const renamed = await renamePasskey(db, request.session!.userId, request.params.id, text(request.body, 'name'));
+      flash(reply, `Passkey renamed to “${renamed.name}”.`);
+      return reply.redirect('/settings/account#passkeys', 303);
+    },
+  );
 
   // Removing one is sensitive: a recent proof of identity first (REAUTH_MINUTES).
   app.post<{ Params: { id: string } }>(
     `${PASSKEYS_PATH}/:id/remove`,
-    { preHandler: requireRecentAuthentication(deps, { fallback: '/settings/account' }) },
+    { preHandler: requireAccountProof(deps, { fallback: '/settings/account' }) },
     async (request, reply) => {
       const session = request.session!;
       const removed = await removePasskey(

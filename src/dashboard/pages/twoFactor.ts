@@ -49,7 +49,21 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
     const session = request.session!;
     const [state, factors] = await Promise.all([totpStateOf(db, secret, person(request)), secondFactorsOf(db, session.userId)]);
     if (state.confirmed) return send(request, reply, status, onView(session, factors, options));
-    if (state.pending) return send(request, reply, status, setupView(session, state.pending, await qrSvg(state.pending.uri), options));
+    // A set-up waiting for its first code shows its secret only to a session that may enrol: not
+    // to one an organisation's SSO opened without the account's own proof (rule 8), which could
+    // otherwise read the secret the holder is about to confirm in another session.
+    const proof = session.accountProofAt;
+    const mayEnrol =
+      session.method !== 'sso' || (proof !== null && Date.parse(proof) >= Date.now() - Math.max(deps.reauthMinutes, 1) * 60_000);
+    if (state.pending && mayEnrol) {
+      return send(request, reply, status, setupView(session, state.pending, await qrSvg(state.pending.uri), options));
+    }
+    if (state.pending && !options.alert) {
+      options = {
+        ...options,
+        alert: 'A set-up of an authenticator app is waiting in another session. Set it up here to start again with a new secret.',
+      };
+    }
     return send(request, reply, status, offView(session, factors, options));
   }
 

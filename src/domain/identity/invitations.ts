@@ -181,20 +181,6 @@ async function change(ctx: Ctx, id: string, type: MemberEventType, origin: strin
   });
 }
 
-/** The role an open invitation of the organisation grants; null when there is no such invitation (the action then says so). */
-export async function pendingInvitationRole(ctx: Ctx, id: string): Promise<Role | null> {
-  checkInviter(ctx);
-  const row = await ctx.db
-    .selectFrom('invitations')
-    .select('role')
-    .where('org_id', '=', ctx.orgId)
-    .where('id', '=', id)
-    .where('accepted_at', 'is', null)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  return row?.role ?? null;
-}
-
 /** A new link for an open invitation, valid INVITE_TTL_HOURS from now; the old link stops working. */
 export async function resendInvitation(ctx: Ctx, deps: IdentityDeps, id: string, origin: string | null): Promise<InvitationLink> {
   checkInviter(ctx);

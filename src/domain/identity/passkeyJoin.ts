@@ -12,7 +12,7 @@ import {
   type RequestInfo,
 } from './invitationAcceptance.js';
 import { insertPasskey, passkeyName, passkeyTaken } from './passkeys.js';
-import { ssoSettingsOf } from './ssoConfigs.js';
+import { ssoOrgForEmail, ssoSettingsOf } from './ssoConfigs.js';
 import { CEREMONY_MS, registrationOptions, verifyRegistration, type RelyingParty } from './webauthn.js';
 
 /**
@@ -46,7 +46,14 @@ const SSO_ONLY = 'Your organisation signs in with single sign-on: join with SSO,
  */
 export async function passkeyJoinRefusal(db: Kysely<Database>, offer: InvitationOffer): Promise<string | null> {
   if (offer.hasAccount) return EXISTING_ACCOUNT;
-  if (offer.role !== 'admin' && (await ssoSettingsOf(db, offer.orgId))?.required) return SSO_ONLY;
+  // Only where SSO can take them: the organisation has verified the invitee's domain (rule 9).
+  if (
+    offer.role !== 'admin' &&
+    (await ssoOrgForEmail(db, offer.email)) === offer.orgId &&
+    (await ssoSettingsOf(db, offer.orgId))?.required
+  ) {
+    return SSO_ONLY;
+  }
   return null;
 }
 

@@ -203,7 +203,7 @@ export async function switchRefusedBySso(
     .where('memberships.user_id', '=', session.userId)
     .where('memberships.org_id', '=', orgId)
     .where('sso_configs.required', '=', 'yes')
-    .where(requiresWithVerifiedDomain)
+    .where(requiredForTheirDomain(await emailDomainOf(db, session.userId)))
     .executeTakeFirst();
   if (!row) return null;
   if (row.role === 'admin' && (await hasSecondFactor(db, session.userId))) return null;
@@ -211,18 +211,28 @@ export async function switchRefusedBySso(
 }
 
 /**
- * "Require SSO" holds only while the organisation has a verified domain (IDENTITY.md rule 9: an
- * unverified domain claims nothing and blocks nobody). Without one, SSO routes nobody, so refusing
- * passwords would lock every member out (after migration 023, until someone verifies a domain).
+ * "Require SSO" holds for a person only where it can work for them: the organisation has verified
+ * the domain of their e-mail (IDENTITY.md rule 9: an unverified domain claims nothing and blocks
+ * nobody). Without that, SSO cannot sign them in, so refusing their password would lock them out:
+ * every member after migration 023 until a domain is verified, or — the attack — someone who is
+ * also a plain member of an organisation whose admin requires SSO for a domain of their own
+ * (rule 17: locking out is not a weapon).
  */
-function requiresWithVerifiedDomain(eb: ExpressionBuilder<Database, 'memberships' | 'sso_configs'>) {
-  return eb.exists(
-    eb
-      .selectFrom('sso_domains')
-      .select('sso_domains.domain')
-      .whereRef('sso_domains.org_id', '=', 'memberships.org_id')
-      .where('sso_domains.verified_at', 'is not', null),
-  );
+function requiredForTheirDomain(domain: string) {
+  return (eb: ExpressionBuilder<Database, 'memberships' | 'sso_configs'>) =>
+    eb.exists(
+      eb
+        .selectFrom('sso_domains')
+        .select('sso_domains.domain')
+        .whereRef('sso_domains.org_id', '=', 'memberships.org_id')
+        .where('sso_domains.domain', '=', domain)
+        .where('sso_domains.verified_at', 'is not', null),
+    );
+}
+
+async function emailDomainOf(db: Kysely<Database>, userId: string): Promise<string> {
+  const user = await db.selectFrom('users').select('email').where('id', '=', userId).executeTakeFirst();
+  return user ? emailDomain(user.email) : '';
 }
 
 export async function passwordRefusedBySso(db: Kysely<Database>, userId: string): Promise<string | null> {
@@ -232,7 +242,7 @@ export async function passwordRefusedBySso(db: Kysely<Database>, userId: string)
     .select('memberships.role')
     .where('memberships.user_id', '=', userId)
     .where('sso_configs.required', '=', 'yes')
-    .where(requiresWithVerifiedDomain)
+    .where(requiredForTheirDomain(await emailDomainOf(db, userId)))
     .execute();
   if (roles.length === 0) return null;
   if (roles.some((r) => r.role !== 'admin')) {

@@ -90,10 +90,13 @@ export async function endSessionsOf(
   keepHash: string | null,
   cause: IdentityCause,
   now: Date,
+  /** Only the sessions working in this organisation (an admin of one of the person's organisations, not all). */
+  onlyInOrg: string | null = null,
 ): Promise<number> {
   return db.transaction().execute(async (trx) => {
     let query = trx.deleteFrom('sessions').where('user_id', '=', userId);
     if (keepHash !== null) query = query.where('id_hash', '!=', keepHash);
+    if (onlyInOrg !== null) query = query.where('org_id', '=', onlyInOrg);
     const ended = Number((await query.executeTakeFirst()).numDeletedRows);
     await record(trx, userId, 'member.signed_out_everywhere', cause, now, {
       ended: String(ended),
