@@ -5,6 +5,7 @@ import { addMember, DIALECTS, makeHarness, type Harness } from './helpers/harnes
 import { age, browserOf, enrolPasskey, enrolTotp } from './helpers/identityFactors.js';
 import { inviteMember } from '../src/domain/identity/invitations.js';
 import { openSession } from '../src/domain/sessions/sessions.js';
+import { addUser } from '../src/domain/orgs/orgs.js';
 import { nowIso } from '../src/domain/ids.js';
 import { newDomainToken } from '../src/domain/identity/ssoDomains.js';
 import { approveSsoDomains } from './helpers/ssoServer.js';
@@ -94,7 +95,11 @@ describe.each(DIALECTS)('identity hardening on %s', (dialect) => {
   it('a member cannot switch into an organisation that requires SSO, nor get a session there through another invitation', async () => {
     const strict = await h.newOrg('Strict Org');
     const open = await h.newOrg('Open Org');
-    const mia = await addMember(h, strict.orgId, 'member');
+    // Her e-mail is in the domain the strict organisation verifies: SSO can take her there (rule 9).
+    const strictDomain = `strict-${strict.orgId.slice(-6).toLowerCase()}.example.com`;
+    const miaEmail = `mia-${strict.orgId.slice(-6).toLowerCase()}@${strictDomain}`;
+    const miaUser = await addUser(h.db.kysely, { orgId: strict.orgId, email: miaEmail, password: PASSWORD, role: 'member' });
+    const mia = { id: miaUser.id, email: miaEmail };
     // An invitation to another organisation, its page opened while SSO was not yet required.
     const invited = await inviteMember(
       open.adminCtx(),
@@ -105,7 +110,7 @@ describe.each(DIALECTS)('identity hardening on %s', (dialect) => {
     const link = new URL(invited.url).pathname;
     const person = visitor(h.app);
     expect((await person.get(link)).body).toContain('name="password"');
-    await requireSso(h, strict.orgId, `strict-${strict.orgId.slice(-6).toLowerCase()}.example.com`);
+    await requireSso(h, strict.orgId, strictDomain);
     // Her password is refused at sign-in…
     const login = await visitor(h.app).post('/login', { email: mia.email, password: PASSWORD });
     expect(login.statusCode).toBe(403);

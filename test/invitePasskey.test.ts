@@ -141,12 +141,27 @@ describe.each(DIALECTS)('joining with a passkey on %s', (dialect) => {
       })
       .execute();
     const ssoAdmin = await signedIn(h, ssoOrg.adminEmail);
+    // Required SSO holds where SSO can take the invitee: their domain verified (IDENTITY.md rule 9).
+    await h.db.kysely
+      .insertInto('sso_domains')
+      .values({
+        org_id: ssoOrg.orgId,
+        domain: 'example.com',
+        token: `t-${ssoOrg.orgId}`,
+        created_at: at,
+        verified_at: at,
+        verified_method: 'operator',
+      })
+      .execute();
     const linkFor = async (email: string, role: string) => shownLink((await ssoAdmin.post('/settings/members', { email, role })).body)!;
     const member = await linkFor(fresh('sso-member'), 'member');
     const b = browser();
     const page = await b.get(member);
     expect(page.statusCode).toBe(200);
     expect(page.body).not.toContain('data-passkey-join');
+    // This page offers no form (SSO takes this invitee): a form token from the sign-in page, so
+    // that the refusal below is the SSO one, not the form guard's.
+    await b.get('/login');
     const refused = await b.json(`${member}/passkey/options`, {});
     expect(refused.statusCode).toBe(403);
     expect(refused.json().message).toContain('single sign-on');

@@ -130,7 +130,8 @@ describe.each(DIALECTS)('SSO settings on %s', { timeout: 60_000 }, (dialect) => 
     expect(outside.statusCode).toBe(200);
     expect(outside.body).not.toContain('Join with SSO');
     const login = await h.app.inject({ method: 'GET', url: '/login' });
-    expect(login.body).toMatch(/<form method="get" action="\/sso\/start"[^>]*>/);
+    // The SSO form posts with the form token (login CSRF, IDENTITY.md rule 18).
+    expect(login.body).toMatch(/<form method="post" action="\/sso\/start"[^>]*>/);
     expect(login.body).toContain('name="email"');
   });
 });
