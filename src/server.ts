@@ -111,13 +111,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
   housekeeping();
   const purge = setInterval(housekeeping, 5 * 60 * 1000);
   purge.unref();
-  const url = await app.listen({ port: config.port, host: config.host });
-  // The first admin without a shell: a link only while no organisation exists.
+  // The first admin without a shell: a link only while no organisation exists. Made before the
+  // server listens, so that nothing is awaited between listening and the caller's signal handlers.
   const token = await setupToken(db.kysely, config.secretKey).catch((error: unknown) => {
     app.log.warn({ err: error }, 'set-up link: not made');
     return null;
   });
   const setupUrl = token ? `${config.publicUrl}/setup/${token}` : null;
+  const url = await app.listen({ port: config.port, host: config.host });
   if (setupUrl) {
     app.log.warn(
       { setup_url: setupUrl },
