@@ -5,7 +5,7 @@
 # The install and build steps are scripts/build-runtime.sh, which CI also runs and starts
 # (scripts/check-deploy.sh), since no image can be built there. docs/deploy.md.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 # better-sqlite3 compiles from source when its prebuilt binary cannot be downloaded.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
@@ -14,7 +14,7 @@ WORKDIR /src
 COPY . .
 RUN scripts/build-runtime.sh /app
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=8 \
     HOST=0.0.0.0 \

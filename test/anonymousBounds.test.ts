@@ -46,6 +46,7 @@ function expectRefusedPage(res: LightMyRequestResponse) {
 
 describe('endpoints without a session, one instance (memory, SQLite)', () => {
   let h: Harness;
+  let nextNetwork = 20;
   beforeAll(async () => {
     h = await makeHarness('sqlite', { env: ENV });
   });
@@ -75,7 +76,8 @@ describe('endpoints without a session, one instance (memory, SQLite)', () => {
     ['POST', '/invite/not-a-real-token'],
     ['POST', '/invite/not-a-real-token/passkey/options'],
   ])('%s %s: limited per network, refused with a page (or JSON for the script) and Retry-After', async (method, url) => {
-    const remoteAddress = `198.51.100.${Math.floor(Math.random() * 200) + 20}`;
+    // One network per case, never shared: a random one collided now and then with an earlier case's.
+    const remoteAddress = `198.51.100.${(nextNetwork += 1)}`;
     const json = url.endsWith('/options');
     const send = () =>
       h.app.inject({

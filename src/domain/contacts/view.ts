@@ -54,7 +54,9 @@ export type ContactJsonRow = JsonItem;
 export function contactJson(db: Kysely<Database>): RawBuilder<string> {
   if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return compactPostgresContactJson();
   const label = sql`json_object('object', 'label', 'id', l.id, 'name', l.name, 'created_at', l.created_at, 'updated_at', l.updated_at)`;
-  const labels = sql`(select json_group_array(${label} order by l.created_at, l.id) ${LABELS_OF_CONTACT})`;
+  // json(): a scalar subquery's result loses its JSON subtype from SQLite 3.54 on (better-sqlite3
+  // 13), and json_object would embed the array as a string ("[]").
+  const labels = sql`json((select json_group_array(${label} order by l.created_at, l.id) ${LABELS_OF_CONTACT}))`;
   return sql<string>`json_object('object', 'contact', 'id', contacts.id, 'first_name', contacts.first_name, 'last_name', contacts.last_name,
     'email', contacts.email, 'phone', contacts.phone, 'address', contacts.address, 'notes', contacts.notes,
     'external_id', contacts.external_id, 'metadata', json(contacts.metadata), 'labels', ${labels},
