@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createChallenge, takeChallenge } from '../domain/identity/challenges.js';
 import type { DashboardDeps } from './dashboardDeps.js';
-import { safeNext } from './pages/auth.js';
+import { safeNext } from './pages/signIn/auth.js';
 import { needsReauthentication, reauthenticated } from './signIns.js';
 
 export const REAUTH = '/reauth';

@@ -8,7 +8,7 @@ import { acceptSecondFactorCode, secondFactorsOf } from './totp.js';
  * The account holder's consent to link a provider's `iss` + `sub` (IDENTITY.md rule 10): the
  * first SSO sign-in for an e-mail that has an account asks for that account's own sign-in before
  * it links. The pending link waits in an `sso_link` challenge bound to the browser (see
- * dashboard/pages/ssoLink.ts); this decides whether what was typed proves the account.
+ * dashboard/pages/signIn/ssoLink.ts); this decides whether what was typed proves the account.
  */
 export interface PendingSsoLink {
   orgId: string;

@@ -72,7 +72,7 @@ async function isMember(db: Kysely<Database>, orgId: string, userId: string): Pr
  * - linked before (`iss` + `sub`): that account, whatever the email says now (`signed_in`);
  * - else the account with that email, when it is a member of the organisation: not linked yet,
  *   and no session — its holder must first sign in with the account's own factors (`consent`,
- *   IDENTITY.md rule 10; dashboard/pages/ssoLink.ts). An account linked at this issuer to
+ *   IDENTITY.md rule 10; dashboard/pages/signIn/ssoLink.ts). An account linked at this issuer to
  *   another subject is refused (`subject_mismatch`);
  * - else, with auto-join on or an open invitation of the email, a new account (no usable
  *   password) made a `member` (or the invitation's role), marked as this organisation's alone
