@@ -51,10 +51,12 @@ async function serve(extra: Record<string, string>, args: string[] = [], until?:
   if (exitCode === null) child.kill('SIGKILL');
   const result = await exited;
   // Nothing answers on its port: it never listened (the loop above would have seen it otherwise).
-  expect(await fetch(`${env.url}/healthz`).then(
-    () => 'answered',
-    () => 'refused',
-  )).toBe('refused');
+  expect(
+    await fetch(`${env.url}/healthz`).then(
+      () => 'answered',
+      () => 'refused',
+    ),
+  ).toBe('refused');
   return { result, output, dataDir: env.env.DATA_DIR! };
 }
 
@@ -72,13 +74,16 @@ describe('a several-instance setting without DATABASE_URL', { timeout: 60_000 },
     { name: 'both', env: { REDIS_URL: NOWHERE.redis, ...NOWHERE.s3 }, named: 'REDIS_URL, BLOB_STORE=s3' },
   ];
 
-  it.concurrent.each(cases)('$name: `orgdata serve` exits 1 at once naming DATABASE_URL, before it opens the database or listens', async ({ env, named }) => {
-    const { result, output, dataDir } = await serve(env);
-    expect(result, output).toBe(1);
-    expect(output).toContain(`orgdata: configuration error: DATABASE_URL: is required with ${named}:`);
-    expect(output).toContain('Set DATABASE_URL (or DATABASE_URL_FILE) to a postgres:// URL');
-    expect(existsSync(path.join(dataDir, 'orgdata.sqlite'))).toBe(false);
-  });
+  it.concurrent.each(cases)(
+    '$name: `orgdata serve` exits 1 at once naming DATABASE_URL, before it opens the database or listens',
+    async ({ env, named }) => {
+      const { result, output, dataDir } = await serve(env);
+      expect(result, output).toBe(1);
+      expect(output).toContain(`orgdata: configuration error: DATABASE_URL: is required with ${named}:`);
+      expect(output).toContain('Set DATABASE_URL (or DATABASE_URL_FILE) to a postgres:// URL');
+      expect(existsSync(path.join(dataDir, 'orgdata.sqlite'))).toBe(false);
+    },
+  );
 
   it.concurrent('says so in JSON with --json', async () => {
     const { result, output } = await serve({ REDIS_URL: NOWHERE.redis }, ['--json']);
