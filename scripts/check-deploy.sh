@@ -57,7 +57,8 @@ for i in $(seq 1 150); do
   [ "$i" -lt 150 ] || { cat "$work/server.log"; fail "the production install did not answer /readyz within 30 s"; }
   sleep 0.2
 done
-[ "$(cat "/proc/$server_pid/comm")" = node ] || fail "the server's pid $server_pid is not node itself"
+# The executable, not comm: Node 24 names its main thread (comm) otherwise.
+[ "$(basename "$(readlink "/proc/$server_pid/exe")")" = node ] || fail "the server's pid $server_pid is not node itself ($(readlink "/proc/$server_pid/exe"))"
 echo "started: node dist/cli.js serve (pid $server_pid) answers $(curl -fsS "$base/readyz")"
 
 cli() { (cd "$runtime" && node dist/cli.js "$@"); }
