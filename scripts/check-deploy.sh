@@ -7,6 +7,8 @@
 #      (dclint, a dev dependency).
 #   3. deploy/kubernetes rendered by `kubectl kustomize`, with the kinds it must hold.
 #   4. deploy/orgdata.service, orgdata-backup.service and orgdata-backup.timer by `systemd-analyze verify`.
+#   5. .github/workflows/*.yml against GitHub's workflow schema (action-validator, a dev dependency),
+#      and two deliberately broken copies, which it must reject.
 # Needs the dev install of this checkout (npm ci), whose TypeScript compiles the copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +26,7 @@ fail() {
   exit 1
 }
 
-echo "== deploy 1/4: production install (scripts/build-runtime.sh) from the tracked files"
+echo "== deploy 1/5: production install (scripts/build-runtime.sh) from the tracked files"
 mkdir -p "$work/src"
 # The tracked files as they are in the work tree (uncommitted changes included, untracked files not).
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$work/src"
@@ -55,8 +57,8 @@ for i in $(seq 1 150); do
   [ "$i" -lt 150 ] || { cat "$work/server.log"; fail "the production install did not answer /readyz within 30 s"; }
   sleep 0.2
 done
-# Its program, not /proc/PID/comm: Node 24 names its main thread "MainThread".
-[ "$(basename "$(readlink "/proc/$server_pid/exe")")" = node ] || fail "the server's pid $server_pid is not node itself"
+# The executable, not comm: Node 24 names its main thread (comm) otherwise.
+[ "$(basename "$(readlink "/proc/$server_pid/exe")")" = node ] || fail "the server's pid $server_pid is not node itself ($(readlink "/proc/$server_pid/exe"))"
 echo "started: node dist/cli.js serve (pid $server_pid) answers $(curl -fsS "$base/readyz")"
 
 cli() { (cd "$runtime" && node dist/cli.js "$@"); }
@@ -87,9 +89,19 @@ wait "$server_pid" || status=$?
 server_pid=""
 [ "$status" -eq 0 ] || { cat "$work/server.log"; fail "after SIGTERM the server exited with $status, not 0"; }
 echo "stopped: SIGTERM, exit code 0"
+# A half-configured cluster (a several-instance setting without DATABASE_URL) refuses to start.
+for setting in REDIS_URL=redis://127.0.0.1:1 "BLOB_STORE=s3 S3_BUCKET=orgdata-files"; do
+  status=0
+  # shellcheck disable=SC2086
+  (cd "$runtime" && env DATA_DIR="$work/half" $setting node dist/cli.js serve) >"$work/half.log" 2>&1 || status=$?
+  [ "$status" -ne 0 ] || fail "the server started with $setting and no DATABASE_URL"
+  grep -q "DATABASE_URL: is required with ${setting%%=*}" "$work/half.log" || { cat "$work/half.log"; fail "the refusal of $setting does not name DATABASE_URL"; }
+  [ ! -e "$work/half/orgdata.sqlite" ] || fail "the server refused $setting but made a SQLite database first"
+done
+echo "refused: REDIS_URL, BLOB_STORE=s3 without DATABASE_URL (exit 1, naming DATABASE_URL)"
 unset DATA_DIR PORT LOG_LEVEL NODE_OPTIONS
 
-echo "== deploy 2/4: deploy/compose.yaml against the Compose Specification (dclint)"
+echo "== deploy 2/5: deploy/compose.yaml against the Compose Specification (dclint)"
 # Compose's own interpolation, with the values an operator puts in deploy/.env.
 DOMAIN=orgdata.example.com CADDY_TLS=ops@example.com SECRET_KEY=check-secret-key-of-at-least-32-characters \
   POSTGRES_PASSWORD=check-postgres-password MINIO_ROOT_PASSWORD=check-minio-password \
@@ -105,9 +117,12 @@ DOMAIN=orgdata.example.com CADDY_TLS=ops@example.com SECRET_KEY=check-secret-key
     fs.writeFileSync(process.argv[1], text);' "$work/compose.yaml"
 cp deploy/Caddyfile "$work/Caddyfile"
 npx --no-install dclint "$work/compose.yaml"
-echo "compose.yaml: valid"
+# Every orgdata service gets DATABASE_URL, and Compose refuses to start without its password.
+grep -q '^  DATABASE_URL: postgres://orgdata:${POSTGRES_PASSWORD:?' deploy/compose.yaml || fail "deploy/compose.yaml does not require DATABASE_URL"
+[ "$(grep -c 'environment: \*orgdata-environment' deploy/compose.yaml)" -ge 2 ] || fail "an orgdata service of deploy/compose.yaml lacks the shared environment (DATABASE_URL)"
+echo "compose.yaml: valid, DATABASE_URL required"
 
-echo "== deploy 3/4: deploy/kubernetes (kubectl kustomize)"
+echo "== deploy 3/5: deploy/kubernetes (kubectl kustomize)"
 if command -v kubectl >/dev/null; then
   kubectl kustomize deploy/kubernetes >"$work/kubernetes.yaml"
   for kind in Namespace ConfigMap Service Deployment PodDisruptionBudget Ingress; do
@@ -125,7 +140,7 @@ else
   echo "SKIPPED: kubectl is not installed here (Debian has it as kubernetes-client; .ci/run installs it)"
 fi
 
-echo "== deploy 4/4: deploy/orgdata.service and the daily backup's service and timer (systemd-analyze verify)"
+echo "== deploy 4/5: deploy/orgdata.service and the daily backup's service and timer (systemd-analyze verify)"
 if command -v systemd-analyze >/dev/null; then
   # Other units' complaints (it loads the ones named in After=) are theirs; ours fail the check.
   units="deploy/orgdata.service deploy/orgdata-backup.service deploy/orgdata-backup.timer"
@@ -137,5 +152,19 @@ if command -v systemd-analyze >/dev/null; then
 else
   echo "SKIPPED: systemd-analyze is not installed here (Debian's systemd package; .ci/run installs it)"
 fi
+
+echo "== deploy 5/5: .github/workflows against GitHub's workflow schema (action-validator)"
+workflows=(.github/workflows/*.yml)
+npx --no-install action-validator "${workflows[@]}" || fail "action-validator rejects a workflow (above)"
+# It must catch a broken workflow: a job without runs-on, and a misspelt key (steps → step).
+sed '/^    runs-on:/d' .github/workflows/release.yml >"$work/no-runs-on.yml"
+sed 's/^    steps:$/    step:/' .github/workflows/release.yml >"$work/misspelt.yml"
+for bad in no-runs-on misspelt; do
+  ! cmp -s .github/workflows/release.yml "$work/$bad.yml" || fail "the broken copy $bad.yml is not broken (release.yml changed shape?)"
+  if npx --no-install action-validator "$work/$bad.yml" >"$work/$bad.log" 2>&1; then
+    fail "action-validator accepted the broken workflow $bad.yml"
+  fi
+done
+echo "${workflows[*]}: valid; the broken copies (no runs-on, a misspelt key) rejected"
 
 echo "check-deploy: done in $(($(date +%s) - started)) s"

@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIALECTS } from './helpers/harness.js';
 import { RedisServer } from './helpers/redisServer.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
 import { fetchSignInForm } from './helpers/signInForm.js';
@@ -13,7 +12,9 @@ import { fetchSignInForm } from './helpers/signInForm.js';
  * (SIGSTOP: connections accepted, nothing answered) and brought back mid-traffic. While Redis is
  * unreachable the API answers with limits counted by the instance, /readyz says `degraded` (still
  * 200), sign-in answers 503 with Retry-After, the CLI's revocation finishes and says what it could
- * not publish; once Redis is back everything returns to it without a restart.
+ * not publish; once Redis is back everything returns to it without a restart. On PostgreSQL, as
+ * Redis is shared by several instances and a server refuses REDIS_URL without DATABASE_URL (each
+ * run in a database of its own, serverEnv).
  */
 const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
 /** Generous: a request must be answered, not answered fast (the deadlines are 1–3 s). */
@@ -47,7 +48,9 @@ async function redisKeys(url: string, pattern: string): Promise<string[]> {
   }
 }
 
-describe.each(DIALECTS)('%s: with Redis down or stalled', (dialect) => {
+const dialect = 'postgres';
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with Redis down or stalled', () => {
   let redis: RedisServer;
   let env: ServerEnv;
   let server: ServerProcess;
@@ -174,10 +177,8 @@ describe.each(DIALECTS)('%s: with Redis down or stalled', (dialect) => {
       expect(revoked.code, revoked.stderr).toBe(0);
       expect(revoked.ms).toBeLessThan(30_000);
       expect(revoked.stdout).toContain(`revoked ${keyId}`);
-      if (dialect === 'postgres') {
-        // On PostgreSQL revocations are published through Redis (REDIS_URL): the operator is told.
-        expect(revoked.stderr).toContain('could not be published through Redis');
-      }
+      // Revocations are published through Redis (REDIS_URL): the operator is told.
+      expect(revoked.stderr).toContain('could not be published through Redis');
       const refused = await timed(`${env.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } });
       expect(refused.status).toBe(401);
       expect(refused.ms).toBeLessThan(BOUND_MS);

@@ -1,10 +1,10 @@
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkResponse } from './helpers/contract.js';
 import { TEST_REDIS_URL } from './helpers/harness.js';
 import { RedisServer } from './helpers/redisServer.js';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
+import { freePort, orgWithKey, serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
 import { TcpProxy } from './helpers/tcpProxy.js';
 
 /**
@@ -312,66 +312,71 @@ describe('graceful shutdown of orgdata serve', { timeout: 120_000 }, () => {
     },
   );
 
-  it('exits 1 with `shutdown failed` naming the Redis steps when Redis is stalled, never 0 early', async () => {
-    const redis = await RedisServer.start();
-    try {
+  // Redis goes with PostgreSQL (a server refuses REDIS_URL without DATABASE_URL): one redis-server
+  // of their own, one database and one organisation for both, a server process each.
+  describe.skipIf(!process.env.TEST_DATABASE_URL)('with Redis (PostgreSQL)', () => {
+    let redis: RedisServer;
+    let shared: ServerEnv;
+    let key: string;
+    /** The shared database and Redis with these settings, on a port of its own. */
+    const instance = async (settings: Record<string, string>): Promise<ServerEnv> => {
+      const port = await freePort();
+      return { ...shared, env: { ...shared.env, ...settings, PORT: String(port) }, url: `http://127.0.0.1:${port}` };
+    };
+    beforeAll(async () => {
+      redis = await RedisServer.start();
+      shared = await serverEnv('postgres', { LOG_LEVEL: 'info', REDIS_URL: redis.url });
+      servers.push(shared);
+      ({ key } = await orgWithKey(shared.env));
+    }, 120_000);
+    afterAll(async () => {
+      await redis?.stop();
+    });
+
+    it('exits 1 with `shutdown failed` naming the Redis steps when Redis is stalled, never 0 early', async () => {
       // A grace period shorter than Redis takes to be noticed as stalled (3 s without an answer):
       // the Redis clients are still connected when the shutdown closes them.
-      const server = await serverEnv('sqlite', {
-        LOG_LEVEL: 'info',
-        REDIS_URL: redis.url,
-        SHUTDOWN_GRACE_SECONDS: '1',
-        SHUTDOWN_DELAY_SECONDS: '0',
-      });
-      servers.push(server);
-      const { key } = await orgWithKey(server.env);
+      const server = await instance({ SHUTDOWN_GRACE_SECONDS: '1', SHUTDOWN_DELAY_SECONDS: '0' });
       const proc = await startServerProcess(server);
-      // Connected to Redis (the rate limiter counts there).
-      await expect
-        .poll(async () => (await (await fetch(`${server.url}/readyz`)).json()) as unknown, { timeout: 15_000 })
-        .toMatchObject({ status: 'ready' });
-      redis.stall();
-      // A request waiting on Redis (its rate limit) when the signal comes: answered once Redis's
-      // deadlines pass, or cut at the end of the grace period.
-      const waiting = fetch(`${server.url}/api/v1/contacts?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
-        (res) => res.status,
-        () => 'cut',
-      );
-      await sleep(200);
-      const signalledAt = performance.now();
-      proc.child.kill('SIGTERM');
-      const exit = await Promise.race([proc.exited, sleep(30_000).then(() => null)]);
-      const took = performance.now() - signalledAt;
-      if (!exit) proc.child.kill('SIGKILL');
-      expect(exit, proc.output().slice(-3000)).toEqual({ code: 1, signal: null });
-      // Grace (1 s), then each step's deadline (3 s): before the CLI's own limit (grace + 10 s).
-      expect(took).toBeLessThan(10_000);
-      expect([200, 'cut']).toContain(await waiting);
-      const lines = proc
-        .output()
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as { msg: string; failed?: string[] });
-      expect(lines.filter((l) => l.msg === 'shut down')).toEqual([]);
-      const failed = lines.filter((l) => l.msg === 'shutdown failed');
-      expect(failed, proc.output().slice(-3000)).toHaveLength(1);
-      expect([...failed[0]!.failed!].sort()).toEqual(['the rate limiter', 'the sign-in throttle']);
-    } finally {
-      await redis.stop();
-    }
-  });
+      try {
+        // Connected to Redis (the rate limiter counts there).
+        await expect
+          .poll(async () => (await (await fetch(`${server.url}/readyz`)).json()) as unknown, { timeout: 15_000 })
+          .toMatchObject({ status: 'ready' });
+        redis.stall();
+        // A request waiting on Redis (its rate limit) when the signal comes: answered once Redis's
+        // deadlines pass, or cut at the end of the grace period.
+        const waiting = fetch(`${server.url}/api/v1/contacts?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
+          (res) => res.status,
+          () => 'cut',
+        );
+        await sleep(200);
+        const signalledAt = performance.now();
+        proc.child.kill('SIGTERM');
+        const exit = await Promise.race([proc.exited, sleep(30_000).then(() => null)]);
+        const took = performance.now() - signalledAt;
+        if (!exit) proc.child.kill('SIGKILL');
+        expect(exit, proc.output().slice(-3000)).toEqual({ code: 1, signal: null });
+        // Grace (1 s), then each step's deadline (3 s): before the CLI's own limit (grace + 10 s).
+        expect(took).toBeLessThan(10_000);
+        expect([200, 'cut']).toContain(await waiting);
+        const lines = proc
+          .output()
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as { msg: string; failed?: string[] });
+        expect(lines.filter((l) => l.msg === 'shut down')).toEqual([]);
+        const failed = lines.filter((l) => l.msg === 'shutdown failed');
+        expect(failed, proc.output().slice(-3000)).toHaveLength(1);
+        // Every Redis client: on PostgreSQL the key cache hears revocations through Redis too.
+        expect([...failed[0]!.failed!].sort()).toEqual(['the key cache', 'the rate limiter', 'the sign-in throttle']);
+      } finally {
+        redis.resume();
+      }
+    });
 
-  it('exits 0 with `shut down` when Redis answers', async () => {
-    const redis = await RedisServer.start();
-    try {
-      const server = await serverEnv('sqlite', {
-        LOG_LEVEL: 'info',
-        REDIS_URL: redis.url,
-        SHUTDOWN_GRACE_SECONDS: '5',
-        SHUTDOWN_DELAY_SECONDS: '0',
-      });
-      servers.push(server);
-      const { key } = await orgWithKey(server.env);
+    it('exits 0 with `shut down` when Redis answers', async () => {
+      const server = await instance({ SHUTDOWN_GRACE_SECONDS: '5', SHUTDOWN_DELAY_SECONDS: '0' });
       const proc = await startServerProcess(server);
       await expect
         .poll(async () => (await (await fetch(`${server.url}/readyz`)).json()) as unknown, { timeout: 15_000 })
@@ -385,8 +390,6 @@ describe('graceful shutdown of orgdata serve', { timeout: 120_000 }, () => {
         .filter((line) => line.includes('"shut down"'));
       expect(lines).toHaveLength(1);
       expect(proc.output()).not.toContain('"level":50');
-    } finally {
-      await redis.stop();
-    }
+    });
   });
 });

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIALECTS } from './helpers/harness.js';
 import { S3rverProcess } from './helpers/s3rverProcess.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
 
@@ -11,6 +10,11 @@ import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerP
  * transaction, every call has a deadline (503 storage_unavailable within ~20 s), other requests
  * are served meanwhile, and a server killed while a delete waits on the store leaves the bytes in
  * the purge ledger, removed by housekeeping once the store is back.
+ *
+ * On PostgreSQL, as a bucket is shared by several instances and a server refuses BLOB_STORE=s3
+ * without DATABASE_URL (each run in a database of its own, serverEnv). With one connection in the
+ * pool, like SQLite's one writer: a store call inside a transaction would hold it, and every other
+ * request would wait, as on the SQLite instance that found the bug.
  */
 const QUICK_MS = 5_000;
 /** What a call to a stalled store may take before it is given up (deadline 20 s, with slack). */
@@ -23,7 +27,9 @@ async function timed(url: string, init: RequestInit = {}): Promise<{ status: num
   return { status: res.status, ms: Date.now() - started, body };
 }
 
-describe.each(DIALECTS)('%s: with the S3 bucket stalled', (dialect) => {
+const dialect = 'postgres';
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with the S3 bucket stalled', () => {
   let s3: S3rverProcess;
   let env: ServerEnv;
   let server: ServerProcess;
@@ -32,7 +38,7 @@ describe.each(DIALECTS)('%s: with the S3 bucket stalled', (dialect) => {
 
   beforeAll(async () => {
     s3 = await S3rverProcess.start();
-    env = await serverEnv(dialect, await s3.newBucket(bucket));
+    env = await serverEnv(dialect, { ...(await s3.newBucket(bucket)), DATABASE_POOL_SIZE: '1' });
     org = await orgWithKey(env.env);
     server = await startServerProcess(env);
   }, 120_000);

@@ -1,12 +1,17 @@
 import type { Config } from '../config.js';
+import { refuseHalfConfiguredCluster, webhookWorkerWarning } from '../config/cluster.js';
 import { ShutdownFailed, startServer } from '../server.js';
 
 /**
  * `orgdata serve`: runs the server until SIGTERM or SIGINT, then shuts it down step by step
- * (server.ts). Prints `{"url"}` with --json once it listens.
+ * (server.ts). Prints `{"url"}` with --json once it listens. Refuses, before opening anything, a
+ * several-instance setting without DATABASE_URL (config/cluster.ts).
  */
 export async function serveCommand(config: Config, json: boolean): Promise<null> {
+  refuseHalfConfiguredCluster(config);
   const server = await startServer(config);
+  const idleWorker = webhookWorkerWarning(config);
+  if (idleWorker) server.app.log.warn(idleWorker);
   // Exit code 0 once everything has closed (connections cut at the end of the grace period
   // included), 1 when something failed to close or closing outlived the grace period by 10 s.
   // A second signal ends the process at once: the handlers are removed by the first.
