@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
+import { postgresUrl } from './database.js';
 import { DEFAULT_SESSION_IDLE_MINUTES, SESSION_DAYS } from '../domain/sessions/sessions.js';
 
 /** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
@@ -282,7 +283,7 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
   const port = int(env, 'PORT', 3000, 0, 65535);
   const publicUrl = url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']);
   const dataDir = path.resolve(env.DATA_DIR || './data');
-  const databaseUrl = env.DATABASE_URL ? url(env, 'DATABASE_URL', '', ['postgres:', 'postgresql:']) : null;
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
   const tlsCertFile = optionalFile(env, 'TLS_CERT_FILE');
   const tlsKeyFile = optionalFile(env, 'TLS_KEY_FILE');
   if ((tlsCertFile === null) !== (tlsKeyFile === null)) {

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import { isConnectionLost } from './errors.js';
+import { postgresTarget, tlsFailure, tlsFor } from './postgresTls.js';
 import type { Database } from './schema.js';
 
 /** PostgreSQL's connection pool at one instant (node-postgres' counts, without its types). */
@@ -19,8 +20,11 @@ export function openPostgres(options: { databaseUrl: string; poolSize?: number; 
   kysely: Kysely<Database>;
   poolStats: () => PoolStats;
 } {
+  // The URL's TLS parameters are read as libpq reads them (postgresTls.ts), not by node-postgres.
+  const target = postgresTarget(options.databaseUrl);
   const pool = new pg.Pool({
-    connectionString: options.databaseUrl,
+    connectionString: target.connectionString,
+    ssl: target.tls,
     max: options.poolSize ?? 10,
     // Deadlines, so that an unreachable or stalled server answers 503 instead of hanging a
     // request: getting a connection (a free one from the pool, or a new one) within 5 s; and,
@@ -38,7 +42,18 @@ export function openPostgres(options: { databaseUrl: string; poolSize?: number; 
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }) });
+  // With sslmode=prefer, whether the server offers TLS is asked before the first connection.
+  let tlsDecided: Promise<void> | null = null;
+  const beforeConnect = () =>
+    (tlsDecided ??= tlsFor(target).then(
+      (ssl) => void (pool.options.ssl = ssl),
+      (error: unknown) => {
+        tlsDecided = null;
+        throw error;
+      },
+    ));
+  const explain = (error: unknown) => tlsFailure(error, target) ?? error;
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, beforeConnect, explain) }) });
   const max = options.poolSize ?? 10;
   const poolStats = () => ({ max, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
   return { kysely, poolStats };
@@ -65,11 +80,18 @@ const CONNECT_TIMEOUT_MS = 5000;
  * the connection's state is unknown) refuses further queries at once and leaves the pool when
  * released: Kysely releases without an error, which would put it back for the next request.
  */
-function withNamedStatements(pool: pg.Pool): PostgresPool {
+function withNamedStatements(pool: pg.Pool, beforeConnect: () => Promise<void>, explain: (error: unknown) => unknown): PostgresPool {
   const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   return {
     async connect() {
-      const client = await pool.connect();
+      let client: pg.PoolClient;
+      try {
+        await beforeConnect();
+        client = await pool.connect();
+      } catch (error) {
+        // A certificate for another host or from another CA says so, rather than a bare TLS code.
+        throw explain(error);
+      }
       let wrapper = wrapped.get(client);
       if (!wrapper) {
         let lost: unknown;
