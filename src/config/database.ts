@@ -38,3 +38,12 @@ export function postgresUrl(env: Env, name: string): string | null {
   }
   return url;
 }
+
+/** DATABASE_POOL_MODE: session (default) or transaction (behind a transaction pooler). */
+export function poolMode(env: Env): 'session' | 'transaction' {
+  const raw = env.DATABASE_POOL_MODE || 'session';
+  if (raw !== 'session' && raw !== 'transaction') {
+    throw new ConfigError('DATABASE_POOL_MODE', `must be session or transaction (PgBouncer's pool_mode), got "${raw}"`);
+  }
+  return raw;
+}

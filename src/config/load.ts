@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
-import { postgresUrl } from './database.js';
+import { poolMode, postgresUrl } from './database.js';
 import { DEFAULT_SESSION_IDLE_MINUTES, SESSION_DAYS } from '../domain/sessions/sessions.js';
 
 /** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
@@ -241,6 +241,7 @@ export interface LoadOptions {
 export const SECRET_SETTINGS = [
   'SECRET_KEY',
   'DATABASE_URL',
+  'DATABASE_DIRECT_URL',
   'REDIS_URL',
   'S3_ACCESS_KEY_ID',
   'S3_SECRET_ACCESS_KEY',
@@ -350,6 +351,8 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
     shutdownGraceSeconds,
     shutdownDelaySeconds,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databasePoolMode: poolMode(env),
+    databaseDirectUrl: databaseUrl ? postgresUrl(env, 'DATABASE_DIRECT_URL') : null,
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 24 * 3600 * 1000),
     metricsToken: metricsToken(env),
     smtpUrl: env.SMTP_URL ? url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']) : null,

@@ -16,12 +16,25 @@ export interface PoolStats {
 }
 
 /** PostgreSQL's side of openDatabase (see DatabaseOptions): the pool, its deadlines, and its named statements. */
-export function openPostgres(options: { databaseUrl: string; poolSize?: number; statementTimeoutMs?: number; pgSchema?: string }): {
+export function openPostgres(options: {
+  databaseUrl: string;
+  poolSize?: number;
+  statementTimeoutMs?: number;
+  pgSchema?: string;
+  poolMode?: 'session' | 'transaction';
+}): {
   kysely: Kysely<Database>;
   poolStats: () => PoolStats;
 } {
   // The URL's TLS parameters are read as libpq reads them (postgresTls.ts), not by node-postgres.
   const target = postgresTarget(options.databaseUrl);
+  // Behind a transaction pooler each transaction may run on another server connection: nothing
+  // may outlive one (named statements, SET, startup parameters, which PgBouncer refuses anyway).
+  // The server-side statement timeout is then set per transaction, in BEGIN's round trip; a
+  // statement outside a transaction has the client's deadline, and the role's default when the
+  // operator sets one (docs/scale-out.md, "Managed services").
+  const pooled = options.poolMode === 'transaction';
+  const timeout = options.statementTimeoutMs;
   const pool = new pg.Pool({
     connectionString: target.connectionString,
     ssl: target.tls,
@@ -35,9 +48,7 @@ export function openPostgres(options: { databaseUrl: string; poolSize?: number; 
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: 'orgdata',
-    ...(options.statementTimeoutMs
-      ? { statement_timeout: options.statementTimeoutMs, query_timeout: options.statementTimeoutMs + 2000 }
-      : {}),
+    ...(timeout ? { query_timeout: timeout + 2000, ...(pooled ? {} : { statement_timeout: timeout }) } : {}),
     ...(options.pgSchema ? { options: `-c search_path=${options.pgSchema}` } : {}),
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
@@ -53,7 +64,9 @@ export function openPostgres(options: { databaseUrl: string; poolSize?: number; 
       },
     ));
   const explain = (error: unknown) => tlsFailure(error, target) ?? error;
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, beforeConnect, explain) }) });
+  const kysely = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: withNamedStatements(pool, { beforeConnect, explain, pooled, timeout }) }),
+  });
   const max = options.poolSize ?? 10;
   const poolStats = () => ({ max, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
   return { kysely, poolStats };
@@ -80,7 +93,17 @@ const CONNECT_TIMEOUT_MS = 5000;
  * the connection's state is unknown) refuses further queries at once and leaves the pool when
  * released: Kysely releases without an error, which would put it back for the next request.
  */
-function withNamedStatements(pool: pg.Pool, beforeConnect: () => Promise<void>, explain: (error: unknown) => unknown): PostgresPool {
+interface ConnectOptions {
+  beforeConnect: () => Promise<void>;
+  explain: (error: unknown) => unknown;
+  /** Behind a transaction pooler: statements unnamed, the statement timeout set with each BEGIN. */
+  pooled: boolean;
+  timeout: number | undefined;
+}
+
+const BEGIN = /^(begin|start transaction)\b/i;
+
+function withNamedStatements(pool: pg.Pool, { beforeConnect, explain, pooled, timeout }: ConnectOptions): PostgresPool {
   const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   return {
     async connect() {
@@ -99,7 +122,11 @@ function withNamedStatements(pool: pg.Pool, beforeConnect: () => Promise<void>, 
         // (between a transaction's queries) emits an 'error' nobody hears, which ends the process.
         client.on('error', (error) => (lost ??= error));
         const send = (text: unknown, values?: unknown[]) => {
-          const name = typeof text === 'string' ? statementNames.get(text) : undefined;
+          if (pooled && timeout && typeof text === 'string' && BEGIN.test(text) && !values?.length) {
+            // One simple query, one round trip: BEGIN and the transaction's statement timeout.
+            return client.query(`${text}; set local statement_timeout = ${Math.floor(timeout)}`);
+          }
+          const name = !pooled && typeof text === 'string' ? statementNames.get(text) : undefined;
           if (name !== undefined) return client.query({ name, text: text as string, values });
           return client.query(text as string, values);
         };
