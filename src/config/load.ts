@@ -158,11 +158,15 @@ function s3Settings(env: Env, maxFileBytes: number, downloadUrlTtlSeconds: numbe
     throw new ConfigError('DOWNLOAD_URL_TTL_SECONDS', `must be at most ${S3_MAX_PRESIGN_SECONDS} with S3_PRESIGNED_DOWNLOADS=true`);
   }
   if (maxFileBytes > S3_MAX_FILE_BYTES) throw new ConfigError('MAX_FILE_BYTES', `must be at most ${S3_MAX_FILE_BYTES} with BLOB_STORE=s3`);
+  const endpoint = env.S3_ENDPOINT ? url(env, 'S3_ENDPOINT', '', ['http:', 'https:']) : null;
+  // Virtual-hosted addressing (bucket.s3.region.amazonaws.com) for AWS, path style (endpoint/bucket)
+  // by default for any other store (MinIO, Ceph, s3rver need it; R2 and GCS take either).
+  const aws = endpoint === null || /(^|\.)amazonaws\.com(\.cn)?$/.test(new URL(endpoint).hostname);
   return {
     bucket,
     region,
-    endpoint: env.S3_ENDPOINT ? url(env, 'S3_ENDPOINT', '', ['http:', 'https:']) : null,
-    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', false),
+    endpoint,
+    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', !aws),
     credentials: accessKeyId ? { accessKeyId, secretAccessKey } : null,
     presignedDownloads,
   };
