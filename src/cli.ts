@@ -121,7 +121,11 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
     case 'serve':
       return serveCommand(config, values.json === true);
     case 'migrate': {
-      const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+      const db = openDatabase(
+        config.databaseDirectUrl
+          ? { databaseUrl: config.databaseDirectUrl, dataDir: config.dataDir }
+          : { databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMode: config.databasePoolMode },
+      );
       const applied = await migrateToLatest(db)
         .then(async (names) => {
           await checkSecretFingerprint(db.kysely, config.secretKey, { acceptNew: values['accept-new-secret'] === true });

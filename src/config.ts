@@ -59,6 +59,14 @@ export interface Config {
   shutdownDelaySeconds: number;
   /** PostgreSQL: connections in this instance's pool. */
   databasePoolSize: number;
+  /**
+   * `session` (default): each pooled connection is one PostgreSQL session. `transaction`: behind
+   * a transaction pooler (PgBouncer's pool_mode=transaction, Supabase's and Neon's poolers): no
+   * named prepared statements, no startup parameters, no session state (DATABASE_POOL_MODE).
+   */
+  databasePoolMode: 'session' | 'transaction';
+  /** A URL that reaches PostgreSQL itself, not through the pooler: migrations and the revocation LISTEN (DATABASE_DIRECT_URL). */
+  databaseDirectUrl: string | null;
   /** PostgreSQL: a statement running longer is cancelled (the request fails with a 500). */
   databaseStatementTimeoutMs: number;
   /**

@@ -57,9 +57,14 @@ export class ShutdownFailed extends Error {
 
 /** Opens the database (migrating it), builds the app and listens: what `orgdata serve` runs. */
 export async function startServer(config: Config): Promise<RunningServer> {
-  const database = { databaseUrl: config.databaseUrl, dataDir: config.dataDir };
-  // Migrations run without the statement timeout: building an index on a large table takes time.
-  const migrations = openDatabase({ ...database, poolSize: 1 });
+  const database = { databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMode: config.databasePoolMode };
+  // Migrations run without the statement timeout: building an index on a large table takes time;
+  // and on PostgreSQL itself when DATABASE_DIRECT_URL is given, not through a pooler.
+  const migrations = openDatabase(
+    config.databaseDirectUrl
+      ? { ...database, databaseUrl: config.databaseDirectUrl, poolMode: 'session', poolSize: 1 }
+      : { ...database, poolSize: 1 },
+  );
   await migrateToLatest(migrations)
     .then(() => checkSecretFingerprint(migrations.kysely, config.secretKey))
     .finally(() => migrations.close());

@@ -9,7 +9,7 @@ import { openRevocationGuard } from '../infra/choose.js';
  * applies pending migrations and checks SECRET_KEY against the data's (checkSecretFingerprint).
  */
 export async function withDb<T>(config: Config, run: (db: Db) => Promise<T>): Promise<T> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, mustExist: true });
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMode: config.databasePoolMode, mustExist: true });
   // Servers over PostgreSQL cache verified keys and hear of revocations through Redis (REDIS_URL)
   // or PostgreSQL's NOTIFY: a revocation made here is published there too (on SQLite they see
   // the file change).

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
+import { poolMode, postgresUrl } from './database.js';
 import { DEFAULT_SESSION_IDLE_MINUTES, SESSION_DAYS } from '../domain/sessions/sessions.js';
 
 /** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
@@ -157,11 +158,15 @@ function s3Settings(env: Env, maxFileBytes: number, downloadUrlTtlSeconds: numbe
     throw new ConfigError('DOWNLOAD_URL_TTL_SECONDS', `must be at most ${S3_MAX_PRESIGN_SECONDS} with S3_PRESIGNED_DOWNLOADS=true`);
   }
   if (maxFileBytes > S3_MAX_FILE_BYTES) throw new ConfigError('MAX_FILE_BYTES', `must be at most ${S3_MAX_FILE_BYTES} with BLOB_STORE=s3`);
+  const endpoint = env.S3_ENDPOINT ? url(env, 'S3_ENDPOINT', '', ['http:', 'https:']) : null;
+  // Virtual-hosted addressing (bucket.s3.region.amazonaws.com) for AWS, path style (endpoint/bucket)
+  // by default for any other store (MinIO, Ceph, s3rver need it; R2 and GCS take either).
+  const aws = endpoint === null || /(^|\.)amazonaws\.com(\.cn)?$/.test(new URL(endpoint).hostname);
   return {
     bucket,
     region,
-    endpoint: env.S3_ENDPOINT ? url(env, 'S3_ENDPOINT', '', ['http:', 'https:']) : null,
-    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', false),
+    endpoint,
+    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', !aws),
     credentials: accessKeyId ? { accessKeyId, secretAccessKey } : null,
     presignedDownloads,
   };
@@ -240,6 +245,7 @@ export interface LoadOptions {
 export const SECRET_SETTINGS = [
   'SECRET_KEY',
   'DATABASE_URL',
+  'DATABASE_DIRECT_URL',
   'REDIS_URL',
   'S3_ACCESS_KEY_ID',
   'S3_SECRET_ACCESS_KEY',
@@ -282,7 +288,7 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
   const port = int(env, 'PORT', 3000, 0, 65535);
   const publicUrl = url(env, 'PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']);
   const dataDir = path.resolve(env.DATA_DIR || './data');
-  const databaseUrl = env.DATABASE_URL ? url(env, 'DATABASE_URL', '', ['postgres:', 'postgresql:']) : null;
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
   const tlsCertFile = optionalFile(env, 'TLS_CERT_FILE');
   const tlsKeyFile = optionalFile(env, 'TLS_KEY_FILE');
   if ((tlsCertFile === null) !== (tlsKeyFile === null)) {
@@ -349,6 +355,8 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
     shutdownGraceSeconds,
     shutdownDelaySeconds,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databasePoolMode: poolMode(env),
+    databaseDirectUrl: databaseUrl ? postgresUrl(env, 'DATABASE_DIRECT_URL') : null,
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 24 * 3600 * 1000),
     metricsToken: metricsToken(env),
     smtpUrl: env.SMTP_URL ? url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']) : null,

@@ -61,6 +61,8 @@ export interface DatabaseOptions {
    * Default none.
    */
   statementTimeoutMs?: number;
+  /** PostgreSQL only: `transaction` behind a transaction pooler (see Config.databasePoolMode). */
+  poolMode?: 'session' | 'transaction';
   /**
    * SQLite only: refuse to create the database file when there is none (every CLI command but
    * `serve` and `migrate`: a command pointed at the wrong DATA_DIR must say so, not start afresh).

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import { isConnectionLost } from './errors.js';
+import { postgresTarget, tlsFailure, tlsFor } from './postgresTls.js';
 import type { Database } from './schema.js';
 
 /** PostgreSQL's connection pool at one instant (node-postgres' counts, without its types). */
@@ -15,12 +16,28 @@ export interface PoolStats {
 }
 
 /** PostgreSQL's side of openDatabase (see DatabaseOptions): the pool, its deadlines, and its named statements. */
-export function openPostgres(options: { databaseUrl: string; poolSize?: number; statementTimeoutMs?: number; pgSchema?: string }): {
+export function openPostgres(options: {
+  databaseUrl: string;
+  poolSize?: number;
+  statementTimeoutMs?: number;
+  pgSchema?: string;
+  poolMode?: 'session' | 'transaction';
+}): {
   kysely: Kysely<Database>;
   poolStats: () => PoolStats;
 } {
+  // The URL's TLS parameters are read as libpq reads them (postgresTls.ts), not by node-postgres.
+  const target = postgresTarget(options.databaseUrl);
+  // Behind a transaction pooler each transaction may run on another server connection: nothing
+  // may outlive one (named statements, SET, startup parameters, which PgBouncer refuses anyway).
+  // The server-side statement timeout is then set per transaction, in BEGIN's round trip; a
+  // statement outside a transaction has the client's deadline, and the role's default when the
+  // operator sets one (docs/scale-out.md, "Managed services").
+  const pooled = options.poolMode === 'transaction';
+  const timeout = options.statementTimeoutMs;
   const pool = new pg.Pool({
-    connectionString: options.databaseUrl,
+    connectionString: target.connectionString,
+    ssl: target.tls,
     max: options.poolSize ?? 10,
     // Deadlines, so that an unreachable or stalled server answers 503 instead of hanging a
     // request: getting a connection (a free one from the pool, or a new one) within 5 s; and,
@@ -31,14 +48,25 @@ export function openPostgres(options: { databaseUrl: string; poolSize?: number; 
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     application_name: 'orgdata',
-    ...(options.statementTimeoutMs
-      ? { statement_timeout: options.statementTimeoutMs, query_timeout: options.statementTimeoutMs + 2000 }
-      : {}),
+    ...(timeout ? { query_timeout: timeout + 2000, ...(pooled ? {} : { statement_timeout: timeout }) } : {}),
     ...(options.pgSchema ? { options: `-c search_path=${options.pgSchema}` } : {}),
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }) });
+  // With sslmode=prefer, whether the server offers TLS is asked before the first connection.
+  let tlsDecided: Promise<void> | null = null;
+  const beforeConnect = () =>
+    (tlsDecided ??= tlsFor(target).then(
+      (ssl) => void (pool.options.ssl = ssl),
+      (error: unknown) => {
+        tlsDecided = null;
+        throw error;
+      },
+    ));
+  const explain = (error: unknown) => tlsFailure(error, target) ?? error;
+  const kysely = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: withNamedStatements(pool, { beforeConnect, explain, pooled, timeout }) }),
+  });
   const max = options.poolSize ?? 10;
   const poolStats = () => ({ max, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
   return { kysely, poolStats };
@@ -65,11 +93,28 @@ const CONNECT_TIMEOUT_MS = 5000;
  * the connection's state is unknown) refuses further queries at once and leaves the pool when
  * released: Kysely releases without an error, which would put it back for the next request.
  */
-function withNamedStatements(pool: pg.Pool): PostgresPool {
+interface ConnectOptions {
+  beforeConnect: () => Promise<void>;
+  explain: (error: unknown) => unknown;
+  /** Behind a transaction pooler: statements unnamed, the statement timeout set with each BEGIN. */
+  pooled: boolean;
+  timeout: number | undefined;
+}
+
+const BEGIN = /^(begin|start transaction)\b/i;
+
+function withNamedStatements(pool: pg.Pool, { beforeConnect, explain, pooled, timeout }: ConnectOptions): PostgresPool {
   const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   return {
     async connect() {
-      const client = await pool.connect();
+      let client: pg.PoolClient;
+      try {
+        await beforeConnect();
+        client = await pool.connect();
+      } catch (error) {
+        // A certificate for another host or from another CA says so, rather than a bare TLS code.
+        throw explain(error);
+      }
       let wrapper = wrapped.get(client);
       if (!wrapper) {
         let lost: unknown;
@@ -77,7 +122,11 @@ function withNamedStatements(pool: pg.Pool): PostgresPool {
         // (between a transaction's queries) emits an 'error' nobody hears, which ends the process.
         client.on('error', (error) => (lost ??= error));
         const send = (text: unknown, values?: unknown[]) => {
-          const name = typeof text === 'string' ? statementNames.get(text) : undefined;
+          if (pooled && timeout && typeof text === 'string' && BEGIN.test(text) && !values?.length) {
+            // One simple query, one round trip: BEGIN and the transaction's statement timeout.
+            return client.query(`${text}; set local statement_timeout = ${Math.floor(timeout)}`);
+          }
+          const name = !pooled && typeof text === 'string' ? statementNames.get(text) : undefined;
           if (name !== undefined) return client.query({ name, text: text as string, values });
           return client.query(text as string, values);
         };

@@ -64,7 +64,8 @@ export async function openBlobStore(config: Config): Promise<BlobStore> {
 /**
  * Verified API keys are cached where a revocation anywhere reaches the cache at once (see
  * domain/apiKeys/keyCache.ts): on SQLite through the file's data_version, on PostgreSQL through
- * the revocation feed of Redis when REDIS_URL is set, else of PostgreSQL's LISTEN/NOTIFY.
+ * the revocation feed of Redis when REDIS_URL is set, else of PostgreSQL's LISTEN/NOTIFY (on
+ * DATABASE_DIRECT_URL when given; behind a transaction pooler without it, no cache at all).
  */
 export async function openKeyCache(config: Config, db: Db, health = new DependencyHealth()): Promise<VerifiedKeyCache> {
   return new VerifiedKeyCache(await openRevocationGuard(config, db, { health }));
@@ -92,10 +93,12 @@ export async function openRevocationGuard(
       onUnpublished: options.onUnpublished,
       health: options.health,
     });
-  } else if (options.listen === false) {
+  } else if (options.listen === false || (config.databasePoolMode === 'transaction' && !config.databaseDirectUrl)) {
+    // A LISTEN through a transaction pooler hears nothing: without Redis or a direct URL every
+    // request reads its key from the database (revocation stays immediate; the cache is off).
     guard = { usable: () => false };
   } else {
-    guard = await PostgresRevocationFeed.connect(db.kysely, config.databaseUrl!);
+    guard = await PostgresRevocationFeed.connect(db.kysely, config.databaseDirectUrl ?? config.databaseUrl!);
   }
   return {
     register: (cache) => guard.register?.(cache),

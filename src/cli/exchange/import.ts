@@ -36,7 +36,7 @@ export async function importData(config: Config, dir: string): Promise<ImportSum
     );
   }
   requireSameSecret(config, manifest);
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMode: config.databasePoolMode });
   try {
     await migrateToLatest(db);
     await checkSecretFingerprint(db.kysely, config.secretKey);

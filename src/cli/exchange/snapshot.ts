@@ -1,6 +1,7 @@
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
+import { postgresTarget, tlsFor } from '../../db/postgresTls.js';
 import type { Config } from '../../config.js';
 import { quoted, type Query } from './tables.js';
 
@@ -53,7 +54,13 @@ function openSqliteSnapshot(dataDir: string): Snapshot {
 }
 
 async function openPostgresSnapshot(databaseUrl: string): Promise<Snapshot> {
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'orgdata export' });
+  const target = postgresTarget(databaseUrl);
+  const client = new pg.Client({
+    connectionString: target.connectionString,
+    ssl: await tlsFor(target),
+    connectionTimeoutMillis: 5000,
+    application_name: 'orgdata export',
+  });
   await client.connect();
   await client.query('begin isolation level repeatable read read only');
   let cursors = 0;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../../db/schema.js';
+import { postgresTarget, tlsFor } from '../../db/postgresTls.js';
 import { onKeysRevoked, type KeyCacheGuard, type VerifiedKeyCache } from '../../domain/apiKeys/keyCache.js';
 
 /** The LISTEN/NOTIFY channel (one per database: a revocation in any schema empties every cache). */
@@ -17,6 +18,8 @@ const CHECK_MS = 2000;
 const CHECK_TIMEOUT_MS = 2000;
 /** How soon a connecting listener must hear the NOTIFY it sent through the pool. */
 const ECHO_TIMEOUT_MS = 3000;
+/** How long connecting (TLS included) may take. */
+const CONNECT_TIMEOUT_MS = 5000;
 /** A first reconnection after this long, doubling up to RETRY_MAX_MS. */
 const RETRY_MS = 250;
 const RETRY_MAX_MS = 5000;
@@ -81,7 +84,21 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
 
   /** Opens a listening connection; a failure is handed to lost(), never thrown. */
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, keepAlive: true, application_name: APPLICATION_NAME });
+    const target = postgresTarget(this.connectionString);
+    let ssl: Awaited<ReturnType<typeof tlsFor>>;
+    try {
+      ssl = await tlsFor(target);
+    } catch {
+      return this.retryLater();
+    }
+    if (this.closed) return;
+    const client = new pg.Client({
+      connectionString: target.connectionString,
+      ssl,
+      keepAlive: true,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      application_name: APPLICATION_NAME,
+    });
     this.client = client;
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
@@ -128,6 +145,10 @@ export class PostgresRevocationFeed implements KeyCacheGuard {
     // It tells nothing more; an error it may still raise must not go unhandled.
     client.removeAllListeners('notification');
     client.end().catch(() => {});
+    this.retryLater();
+  }
+
+  private retryLater(): void {
     if (this.closed || this.retry) return;
     this.retry = setTimeout(() => {
       this.retry = null;

@@ -1,6 +1,6 @@
 import { onKeysRevoked, type KeyCacheGuard, type VerifiedKeyCache } from '../../domain/apiKeys/keyCache.js';
 import { DependencyHealth } from '../health.js';
-import { closeRedisClient, connected, openRedisClient, STARTUP_WAIT_MS, type RedisClient } from '../redis/connection.js';
+import { closeRedisClient, openRedisClient, startupCheck, type RedisClient } from '../redis/connection.js';
 
 export const REVOCATION_CHANNEL = 'orgdata:keys-revoked';
 
@@ -66,7 +66,13 @@ export class RedisRevocationFeed implements KeyCacheGuard {
       options.onUnpublished?.(error);
     };
     const feed = new RedisRevocationFeed(publisher, subscriber, onUnpublished);
-    await Promise.all([publisher, ...(subscriber ? [subscriber] : [])].map((client) => connected(client, STARTUP_WAIT_MS).catch(() => {})));
+    const clients = [publisher, ...(subscriber ? [subscriber] : [])];
+    try {
+      await Promise.all(clients.map((client) => startupCheck(client)));
+    } catch (error) {
+      for (const client of clients) if (client.isOpen) client.destroy();
+      throw error;
+    }
     if (subscriber?.isReady && !feed.subscribed) await feed.subscribe();
     return feed;
   }

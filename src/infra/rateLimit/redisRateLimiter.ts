@@ -1,5 +1,5 @@
 import { DependencyHealth } from '../health.js';
-import { closeRedisClient, connected, openRedisClient, runScript, STARTUP_WAIT_MS, type RedisClient } from '../redis/connection.js';
+import { closeRedisClient, openRedisClient, runScript, startupCheck, type RedisClient } from '../redis/connection.js';
 import { MemoryRateLimiter } from './memoryRateLimiter.js';
 import type { RateLimitDecision, RateLimiter, RateLimitSettings } from '../../http/rateLimiter.js';
 import { decide, utcDay } from './tokenBucket.js';
@@ -66,7 +66,7 @@ export class RedisRateLimiter implements RateLimiter {
   ): Promise<RedisRateLimiter> {
     const health = options.health ?? new DependencyHealth();
     const client = openRedisClient(url, 'orgdata-rate-limits', { health, use: LOCAL_COUNTING });
-    await connected(client, STARTUP_WAIT_MS).catch(() => undefined);
+    await startupCheck(client);
     return new RedisRateLimiter(client, settings, health, options.prefix ?? 'orgdata:');
   }
 

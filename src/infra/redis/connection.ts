@@ -1,4 +1,5 @@
 import { createClient, type RedisClientType } from '@redis/client';
+import { ConfigError } from '../../config.js';
 import { withDeadline } from '../deadline.js';
 import type { DependencyHealth } from '../health.js';
 
@@ -60,20 +61,78 @@ function startConnecting(client: RedisClient): void {
   });
 }
 
-/** Resolves once `client` is connected, or rejects after `ms` (for a process that must know now). */
+/**
+ * Resolves once `client` is connected, or rejects after `ms` (for a process that must know now).
+ * Redis refusing the credentials (a wrong password or ACL user, none given to a Redis that wants
+ * one), or its TLS certificate failing verification, rejects at once with a ConfigError: that is
+ * no outage to wait out, and a server must not start on it (see startupCheck).
+ */
 export async function connected(client: RedisClient, ms: number): Promise<void> {
   if (client.isReady) return;
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
+    const done = () => {
+      clearTimeout(timer);
       client.off('ready', ready);
+      client.off('error', failed);
+    };
+    const timer = setTimeout(() => {
+      done();
       reject(new Error(`Redis did not answer within ${ms} ms`));
     }, ms);
     const ready = () => {
-      clearTimeout(timer);
+      done();
       resolve();
     };
+    const failed = (error: unknown) => {
+      const refused = misconfigured(error);
+      if (!refused) return;
+      done();
+      reject(refused);
+    };
     client.once('ready', ready);
+    client.on('error', failed);
   });
+}
+
+const TLS_REFUSALS = new Set([
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+]);
+
+/** `error` as a ConfigError on REDIS_URL when it is Redis refusing our credentials or TLS failing verification, else null. */
+export function misconfigured(error: unknown): ConfigError | null {
+  const { message, code } = (error ?? {}) as { message?: unknown; code?: unknown };
+  const text = typeof message === 'string' ? message : String(error);
+  if (/^(WRONGPASS|NOAUTH)\b|^ERR AUTH\b|^ERR invalid password/.test(text)) {
+    return new ConfigError(
+      'REDIS_URL',
+      `Redis authentication failed (${text.trim()}): check the user name and password in REDIS_URL (redis://:password@host or rediss://user:password@host)`,
+    );
+  }
+  if (typeof code === 'string' && TLS_REFUSALS.has(code)) {
+    return new ConfigError('REDIS_URL', `Redis's TLS certificate was refused (${text}); give its CA with NODE_EXTRA_CA_CERTS`);
+  }
+  return null;
+}
+
+/**
+ * The first wait of a starting process for `client` (STARTUP_WAIT_MS at most): Redis being
+ * unreachable is no reason not to start (the process starts degraded, and recovers when Redis is
+ * back), but wrong credentials or a refused certificate are: the client is closed and the
+ * ConfigError thrown.
+ */
+export async function startupCheck(client: RedisClient): Promise<void> {
+  try {
+    await connected(client, STARTUP_WAIT_MS);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) return;
+    if (client.isOpen) client.destroy();
+    throw error;
+  }
 }
 
 /** How long a close may take: the commands under way (each within its timeout), then QUIT. */

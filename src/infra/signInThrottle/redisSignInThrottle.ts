@@ -2,15 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { UnavailableError } from '../../domain/errors.js';
 import { withDeadline } from '../deadline.js';
 import { DependencyHealth } from '../health.js';
-import {
-  closeRedisClient,
-  COMMAND_TIMEOUT_MS,
-  connected,
-  openRedisClient,
-  runScript,
-  STARTUP_WAIT_MS,
-  type RedisClient,
-} from '../redis/connection.js';
+import { closeRedisClient, COMMAND_TIMEOUT_MS, openRedisClient, runScript, startupCheck, type RedisClient } from '../redis/connection.js';
 import type { AttemptOptions, SignInAttempt, SignInThrottle, VisitLimits } from '../../dashboard/signInThrottle.js';
 import { countersOf, DEFAULT_VISIT_LIMITS, visitCountersOf, waitSeconds, type Counter } from './counters.js';
 
@@ -65,7 +57,7 @@ export class RedisSignInThrottle implements SignInThrottle {
   ): Promise<RedisSignInThrottle> {
     const health = options.health ?? new DependencyHealth();
     const client = openRedisClient(url, 'orgdata-sign-in', { health, use: SIGN_IN_REFUSED });
-    await connected(client, STARTUP_WAIT_MS).catch(() => undefined);
+    await startupCheck(client);
     return new RedisSignInThrottle(client, options.prefix ?? 'orgdata:', health, options.visits ?? DEFAULT_VISIT_LIMITS);
   }
 
