@@ -102,5 +102,5 @@ export async function up(db: Kysely<any>): Promise<void> {
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any, @typescript-eslint/no-unused-vars -- see up()
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see up()
 export async function down(_db: Kysely<any>): Promise<void> {}
