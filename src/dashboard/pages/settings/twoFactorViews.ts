@@ -135,8 +135,8 @@ export function recoveryCodesView(codes: string[]): Html {
 export function noOwnSignInView(session: SessionView): Html {
   return html`<div class="alert" role="alert">
       <p>
-        <strong>Two-factor authentication cannot be set up from a single sign-on session.</strong> Your account was made by your
-        organisation's single sign-on and has no password of its own, and single sign-on alone cannot add a second factor to an account.
+        <strong>Two-factor authentication cannot be set up from a single sign‑on session.</strong> Your account was made by your
+        organisation's single sign‑on and has no password of its own, and single sign‑on alone cannot add a second factor to an account.
       </p>
     </div>
     <ol>
