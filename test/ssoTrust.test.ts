@@ -423,6 +423,48 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     expect(later.code, later.stdout).toBe(0);
   });
 
+  it('the operator CLI does not make an account SSO made the admin of a new organisation until its mailbox is proven', async () => {
+    const domain = `v${unique()}.test`;
+    const email = `victim@${domain}`;
+    await attackerOrg(domain, 'member');
+    const sub = `evil-${unique()}`;
+    idp.accounts.set(sub, { email, email_verified: true });
+    expect((await ssoSignIn(base, email, sub)).response.status).toBe(303);
+    const id = (await userId(email))!;
+    const orgsBefore = await db.kysely.selectFrom('orgs').select('id').execute();
+    const made = await runCli(env.env, [
+      'org',
+      'create',
+      '--name',
+      'New C',
+      '--admin-email',
+      email,
+      '--admin-password',
+      PASSWORD,
+      '--json',
+    ]);
+    expect(made.code).not.toBe(0);
+    expect(made.stdout + made.stderr).toContain('single sign-on');
+    expect(made.stdout + made.stderr).toContain('reset');
+    // Nothing was made: no organisation, no membership.
+    expect(await db.kysely.selectFrom('orgs').select('id').execute()).toHaveLength(orgsBefore.length);
+    expect(await db.kysely.selectFrom('memberships').select('org_id').where('user_id', '=', id).execute()).toHaveLength(1);
+    // After the mailbox proof, it may.
+    await resetByMail(email, PASSWORD);
+    const later = await runCli(env.env, [
+      'org',
+      'create',
+      '--name',
+      'New C',
+      '--admin-email',
+      email,
+      '--admin-password',
+      PASSWORD,
+      '--json',
+    ]);
+    expect(later.code, later.stdout + later.stderr).toBe(0);
+  });
+
   it('refuses another sub for an email already linked at the same issuer (subject_mismatch)', async () => {
     const domain = `v${unique()}.test`;
     const email = `member@${domain}`;

@@ -150,6 +150,32 @@ describe.each(DIALECTS)('two-factor policy on %s', (dialect) => {
     await admin.post('/settings/security/policy', { require_two_factor: 'nobody' });
     expect((await bare.get('/contacts')).statusCode).toBe(200);
   });
+
+  it('"everyone" tells an account SSO made that it cannot enrol from its SSO session, and links to the password reset first (rule 8)', async () => {
+    const org = await h.newOrg();
+    const admin = await withFactor(org);
+    await admin.post('/settings/security/policy', { require_two_factor: 'everyone' });
+    // An account the organisation's SSO made (no password of its own) in a session SSO opened.
+    const member = await addMember(h, org.orgId, 'member');
+    await h.db.kysely.updateTable('users').set({ sso_org_id: org.orgId }).where('id', '=', member.id).execute();
+    const sso = await signedIn(h, member.email);
+    await h.db.kysely.updateTable('sessions').set({ method: 'sso', account_proof_at: null }).where('user_id', '=', member.id).execute();
+
+    const held = await sso.get('/contacts');
+    expect(held.headers.location).toBe(SETUP);
+    const gate = await sso.get(SETUP);
+    expect(gate.statusCode).toBe(200);
+    const text = gate.body.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
+    expect(text).toMatch(/cannot be set up from a single sign.on session/);
+    expect(gate.body).toContain('href="/forgot-password?email=');
+    // The set-up button, which could only lead to /reauth and a dead end, is not offered.
+    expect(gate.body).not.toContain('action="/settings/account/two-factor/setup"');
+    // Its holder signed in with a password it has since (the mailbox proven): the page is as usual.
+    await h.db.kysely.updateTable('users').set({ sso_org_id: null }).where('id', '=', member.id).execute();
+    const usual = await sso.get(SETUP);
+    expect(usual.body).toContain('action="/settings/account/two-factor/setup"');
+    expect(usual.body).not.toMatch(/cannot be set up from a single sign.on session/);
+  });
 });
 
 describe.each(DIALECTS)('orgdata org policy on %s', { timeout: 120_000 }, (dialect) => {

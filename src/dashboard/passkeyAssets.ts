@@ -94,6 +94,7 @@ const WIRING = String.raw`
     'data-passkey-sign-in': ['/login/passkey/options', '/login/passkey', () => ({ next: nextTarget() })],
     'data-passkey-second-factor': ['/login/two-factor/passkey/options', '/login/two-factor/passkey', () => ({})],
     'data-passkey-reauth': ['/reauth/passkey/options', '/reauth/passkey', () => ({ next: nextTarget() })],
+    'data-passkey-link': ['/sso/link/passkey/options', '/sso/link/passkey', () => ({})],
   };
   document.addEventListener('click', (event) => {
     for (const [attribute, [optionsUrl, verifyUrl, extra]] of Object.entries(CEREMONIES)) {

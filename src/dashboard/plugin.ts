@@ -37,6 +37,7 @@ import { securityPages } from './pages/settings/security.js';
 import { requireTwoFactorEnrolment } from './twoFactorGate.js';
 import { ssoSignInPages } from './pages/signIn/ssoSignIn.js';
 import { ssoLinkPages } from './pages/signIn/ssoLink.js';
+import { ssoLinkPasskeyPages } from './pages/signIn/ssoLinkPasskey.js';
 import { ssoSettingsPages } from './pages/settings/ssoSettings.js';
 import { webhookDetailPages } from './pages/developer/webhookDetail.js';
 import { webhookPages } from './pages/developer/webhooks.js';
@@ -177,6 +178,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
   await app.register(twoFactorSignInPages, deps);
   await app.register(ssoSignInPages, deps);
   await app.register(ssoLinkPages, deps);
+  await app.register(ssoLinkPasskeyPages, deps);
 
   // Everything else needs a signed-in person, and every form POST a valid CSRF token.
   await app.register(async (pages) => {

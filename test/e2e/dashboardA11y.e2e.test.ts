@@ -1,7 +1,9 @@
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrg } from '../../src/domain/orgs/orgs.js';
+import { createChallenge } from '../../src/domain/identity/challenges.js';
+import { addUser, createOrg } from '../../src/domain/orgs/orgs.js';
+import { setupToken } from '../../src/domain/orgs/setup.js';
 import { seriousA11yViolations } from './accessibility.js';
 import { ARTIFACTS, hasChromium, launchBrowser, startLiveServer, watchConsole, type LiveServer } from './browser.js';
 
@@ -35,17 +37,48 @@ describe.skipIf(!hasChromium)('every dashboard page is accessible at 1280 and 37
     return json;
   };
 
-  async function signIn(page: Page): Promise<void> {
+  async function signIn(page: Page, email = 'ada@example.com'): Promise<void> {
     await page.goto(`${server.url}/login`);
-    await page.getByLabel('Email', { exact: true }).fill('ada@example.com');
+    await page.getByLabel('Email', { exact: true }).fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL((url) => !url.pathname.startsWith('/login'));
   }
 
+  /** A second installation without any organisation, for its set-up link's page. */
+  let fresh: LiveServer;
+  let setupUrl = '';
+  const who = { ada: '', dora: '', betaOrg: '' };
+
   beforeAll(async () => {
     server = await startLiveServer();
-    await createOrg(server.db.kysely, { name: 'Acme Ltd', adminEmail: 'ada@example.com', adminPassword: PASSWORD });
+    fresh = await startLiveServer();
+    setupUrl = `${fresh.url}/setup/${await setupToken(fresh.db.kysely, fresh.config.secretKey)}`;
+    const acme = await createOrg(server.db.kysely, { name: 'Acme Ltd', adminEmail: 'ada@example.com', adminPassword: PASSWORD });
+    who.ada = acme.user.id;
+    // Identity pages: dora (passkeys only) for /sso/link; in Beta, which requires two-factor for
+    // everyone, bob (an account Beta's SSO made) and cerys (a plain member) meet the gate.
+    who.dora = (await addUser(server.db.kysely, { orgId: acme.org.id, email: 'dora@example.com', password: PASSWORD, role: 'member' })).id;
+    await server.db.kysely
+      .insertInto('passkeys')
+      .values({
+        id: 'pk_a11y',
+        user_id: who.dora,
+        credential_id: 'Y3JlZA',
+        public_key: 'cHVibGlj',
+        sign_count: 0,
+        transports: '[]',
+        name: 'Phone',
+        created_at: new Date().toISOString(),
+        last_used_at: null,
+      })
+      .execute();
+    const beta = await createOrg(server.db.kysely, { name: 'Beta Co', adminEmail: 'boss@beta.example.com', adminPassword: PASSWORD });
+    who.betaOrg = beta.org.id;
+    await server.db.kysely.updateTable('orgs').set({ require_two_factor: 'everyone' }).where('id', '=', beta.org.id).execute();
+    const bob = await addUser(server.db.kysely, { orgId: beta.org.id, email: 'bob@beta.example.com', password: PASSWORD, role: 'member' });
+    await server.db.kysely.updateTable('users').set({ sso_org_id: beta.org.id }).where('id', '=', bob.id).execute();
+    await addUser(server.db.kysely, { orgId: beta.org.id, email: 'cerys@beta.example.com', password: PASSWORD, role: 'member' });
     browser = await launchBrowser();
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const page = await context.newPage();
@@ -92,6 +125,7 @@ describe.skipIf(!hasChromium)('every dashboard page is accessible at 1280 and 37
   afterAll(async () => {
     await browser?.close();
     await server?.close();
+    await fresh?.close();
   });
 
   const signedOutPages = () => [
@@ -166,7 +200,7 @@ describe.skipIf(!hasChromium)('every dashboard page is accessible at 1280 and 37
   async function inspect(page: Page, name: string, url: string, width: number, signedIn: boolean, problems: string[]) {
     const scheme = (await page.evaluate(`matchMedia('(prefers-color-scheme: dark)').matches`)) ? '-dark' : '';
     name = `${name}${scheme}`;
-    const response = await page.goto(`${server.url}${url}`);
+    const response = await page.goto(url.startsWith('http') ? url : `${server.url}${url}`);
     const status = response?.status() ?? 0;
     if (status >= 500) problems.push(`${name}@${width}: HTTP ${status}`);
     await page.screenshot({ path: path.join(ARTIFACTS, `a11y-${name}-${width}.png`), fullPage: true });
@@ -200,6 +234,44 @@ describe.skipIf(!hasChromium)('every dashboard page is accessible at 1280 and 37
         const problems: string[] = [];
         for (const { name, path: url } of signedInPages()) await inspect(page, name, url, width, true, problems);
         await context.close();
+        expect(problems).toEqual([]);
+        expect(consoleErrors).toEqual([]);
+      });
+    }
+
+  /** A pending SSO link for `userId` (as an SSO sign-in for an existing account leaves it), in the browser's cookie. */
+  async function pendingLink(page: Page, userId: string): Promise<void> {
+    const data = { orgId: who.betaOrg, issuer: 'https://id.example.com', subject: 'a11y', next: '/' };
+    const token = await createChallenge(server.db.kysely, 'sso_link', userId, data, 10 * 60_000, new Date());
+    await page.context().addCookies([{ name: 'od_sso_link', value: token, domain: '127.0.0.1', path: '/sso' }]);
+  }
+
+  for (const colorScheme of SCHEMES)
+    for (const width of WIDTHS) {
+      it(`set-up, SSO and two-factor gate pages at ${width} px, ${colorScheme} scheme`, async () => {
+        const problems: string[] = [];
+        const signedOut = await browser.newContext({ viewport: { width, height: 800 }, colorScheme });
+        const page = await signedOut.newPage();
+        watchConsole(page, consoleErrors);
+        await inspect(page, 'setup', setupUrl, width, false, problems);
+        await inspect(page, 'sso-start', '/sso/start?email=someone%40example.com', width, false, problems);
+        await pendingLink(page, who.ada);
+        await inspect(page, 'sso-link', '/sso/link', width, false, problems);
+        await pendingLink(page, who.dora);
+        await inspect(page, 'sso-link-passkey', '/sso/link', width, false, problems);
+        await signedOut.close();
+        for (const [name, email] of [
+          ['two-factor-gate', 'cerys@beta.example.com'],
+          ['two-factor-gate-sso', 'bob@beta.example.com'],
+        ] as const) {
+          const context = await browser.newContext({ viewport: { width, height: 800 }, colorScheme });
+          const gated = await context.newPage();
+          await signIn(gated, email);
+          // Any page sends them to the gate, with the policy's notice.
+          await inspect(gated, name, '/contacts', width, true, problems);
+          expect(new URL(gated.url()).pathname).toBe('/settings/account/two-factor');
+          await context.close();
+        }
         expect(problems).toEqual([]);
         expect(consoleErrors).toEqual([]);
       });

@@ -42,8 +42,11 @@ export interface Seed {
   sessionToken: string | null;
   idempotency: { key: string; fingerprint: string; body: string } | null;
   endpoint: { id: string; attempts: number; pending: number } | null;
-  /** Rows of tables no domain function lists (blob_purges, settings). */
-  rows: { table: string; where: Record<string, string> }[];
+  /**
+   * Rows of tables no domain function lists (blob_purges, settings): found once after the upgrade
+   * (`count`: how many, 0 for a row a migration removes), with `values` when given.
+   */
+  rows: { table: string; where: Record<string, string>; count?: number; values?: Record<string, unknown> }[];
 }
 
 export interface Fixture {

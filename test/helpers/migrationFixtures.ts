@@ -14,6 +14,7 @@ import {
   type Fixture,
 } from './fixtureRows.js';
 import { SECRET } from './harness.js';
+import { legacySsoAccounts } from './legacySsoFixtures.js';
 
 export { newFixture } from './fixtureRows.js';
 
@@ -428,7 +429,9 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     f.seed.rows.push({ table: 'passkeys', where: { id: passkey } });
     f.seed.rows.push({ table: 'sso_configs', where: { org_id: f.seed.orgId } });
     f.seed.rows.push({ table: 'sso_domains', where: { domain } });
-    f.seed.rows.push({ table: 'sso_identities', where: { subject: `sub-${suffix}` } });
+    // The admin had a password before this link: 026 drops the link (consent at /sso/link next time).
+    f.seed.rows.push({ table: 'sso_identities', where: { subject: `sub-${suffix}` }, count: f.has('026_sso_links_consent') ? 1 : 0 });
+    await legacySsoAccounts(f, 'https://id.example.com');
   },
   // A recovery code made from an SSO session (added_in_sso), as the mailbox proof finds it.
   async '022_sso_trust'(f) {
@@ -479,4 +482,6 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
   },
   // Recovery codes as argon2id (025 wraps older SHA-256 ones); nothing new to seed.
   async '025_bounded_sign_in'() {},
+  // Judges what is stored (legacySsoAccounts, written by the 021 fixture); no table or column of its own.
+  async '026_sso_links_consent'() {},
 };

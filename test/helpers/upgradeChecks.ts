@@ -113,11 +113,12 @@ export async function checkUpgraded(db: Db, seed: Seed): Promise<void> {
       response: { status: 201, body },
     });
   }
-  for (const { table, where } of seed.rows) {
+  for (const { table, where, count, values } of seed.rows) {
     const [[column, value]] = Object.entries(where) as [[string, string]];
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a table named by the fixture
-    const found = await (db.kysely as any).selectFrom(table).selectAll().where(column, '=', value).execute();
-    expect(found, `${table} ${value}`).toHaveLength(1);
+    const found = (await (db.kysely as any).selectFrom(table).selectAll().where(column, '=', value).execute()) as Record<string, unknown>[];
+    expect(found, `${table} ${value}`).toHaveLength(count ?? 1);
+    if (values) expect(found[0], `${table} ${value}`).toMatchObject(values);
   }
   await checkSecretFingerprint(db.kysely, SECRET);
 

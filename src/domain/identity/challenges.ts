@@ -121,6 +121,30 @@ export async function takeChallenge<T>(
   return Number(deleted.numDeletedRows) === 1 ? found : null;
 }
 
+/**
+ * Replaces the data a challenge keeps, only if it still holds `expected` (compare and set: of two
+ * requests racing to change it, one wins). False when it changed meanwhile, expired or is gone.
+ */
+export async function replaceChallengeData<T extends object>(
+  db: Kysely<Database>,
+  purpose: ChallengePurpose,
+  token: string,
+  expected: T,
+  next: T,
+  now: Date,
+): Promise<boolean> {
+  if (!TOKEN.test(token)) return false;
+  const updated = await db
+    .updateTable('auth_challenges')
+    .set({ data: JSON.stringify(next) })
+    .where('id_hash', '=', hash(token))
+    .where('purpose', '=', purpose)
+    .where('data', '=', JSON.stringify(expected))
+    .where('expires_at', '>', nowIso(now))
+    .executeTakeFirst();
+  return Number(updated.numUpdatedRows) === 1;
+}
+
 /** Counts a wrong answer; the challenge ends (and null is returned) once `limit` are reached. */
 export async function countChallengeFailure(db: Kysely<Database>, token: string, limit: number): Promise<number | null> {
   const id = hash(token);

@@ -18,6 +18,10 @@ import { nowIso } from '../ids.js';
 export const MAILBOX_FIRST =
   "This account was made by another organisation's single sign-on. Before it can join another organisation, prove that this mailbox is yours with a password reset: use “Forgot your password?” on the sign-in page, open the link mailed to this address and choose a password, then come back.";
 
+/** For the operator (`orgdata org create`, a set-up link): why an existing account cannot be a new organisation's admin. */
+export const NEW_ORG_MAILBOX_FIRST =
+  "This email's account was made by another organisation's single sign-on, and its holder has not yet proved the mailbox: making it the admin of a new organisation would hand that organisation to whoever controls the other organisation's identity provider. Have the holder use “Forgot your password?” on the sign-in page (the reset link proves the mailbox and removes the single sign-on links), then run this again; or use another email.";
+
 /** Why the account cannot join `orgId` (null when it can): it is still another organisation's SSO account. */
 export async function ssoOwnedElsewhere(db: Kysely<Database>, userId: string, orgId: string): Promise<string | null> {
   const row = await db.selectFrom('users').select('sso_org_id').where('id', '=', userId).executeTakeFirst();

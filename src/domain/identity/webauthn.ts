@@ -163,6 +163,21 @@ export async function finishRegistration(
   return addPasskey(db, { userId: user.id, email: user.email, name, ...credential }, cause, now);
 }
 
+/** Authentication options for any discoverable credential (`userId` null) or one of this user's. */
+export async function assertionOptions(
+  db: Kysely<Database>,
+  rp: RelyingParty,
+  userId: string | null,
+): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  let allowCredentials: { id: string; transports?: string[] }[] | undefined;
+  if (userId) {
+    const credentials = await credentialsOf(db, userId);
+    if (credentials.length === 0) throw ValidationError.field('passkey', 'this account has no passkey');
+    allowCredentials = credentials.map((p) => ({ id: p.credentialId, transports: p.transports }));
+  }
+  return generateAuthenticationOptions({ rpID: rp.id, allowCredentials, userVerification: 'required', timeout: TIMEOUT_MS });
+}
+
 /**
  * Options to prove a passkey: any discoverable credential of this site (`userId` null: the
  * usernameless sign-in), or one of this user's. `data` is kept with the challenge.
@@ -175,13 +190,7 @@ export async function startAssertion(
   data: Record<string, string>,
   now: Date,
 ): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; token: string }> {
-  let allowCredentials: { id: string; transports?: string[] }[] | undefined;
-  if (userId) {
-    const credentials = await credentialsOf(db, userId);
-    if (credentials.length === 0) throw ValidationError.field('passkey', 'this account has no passkey');
-    allowCredentials = credentials.map((p) => ({ id: p.credentialId, transports: p.transports }));
-  }
-  const options = await generateAuthenticationOptions({ rpID: rp.id, allowCredentials, userVerification: 'required', timeout: TIMEOUT_MS });
+  const options = await assertionOptions(db, rp, userId);
   const token = await createChallenge<CeremonyData>(db, purpose, userId, { ...data, challenge: options.challenge }, CEREMONY_MS, now);
   return { options, token };
 }
@@ -207,7 +216,29 @@ export async function finishAssertion(
   now: Date,
 ): Promise<Asserted> {
   // Taken first: whatever happens next, this challenge is never answered again.
-  const challenge = await takeChallenge<CeremonyData>(db, purpose, input.token, now);
+  const taken = await takeChallenge<CeremonyData>(db, purpose, input.token, now);
+  const challenge = taken && taken.userId === input.userId ? taken : null;
+  const asserted = await verifyAssertion(
+    db,
+    rp,
+    { challenge: challenge?.data.challenge ?? null, response: input.response, userId: input.userId },
+    now,
+  );
+  return { ...asserted, data: challenge?.data ?? {} };
+}
+
+/**
+ * Checks an assertion against `challenge` (null: there is none to answer, refused as
+ * `no_challenge` once the passkey is known) and the stored credential its id names; `userId`
+ * requires the passkey to be that person's. The caller has already made sure the challenge can
+ * be answered only once. Throws PasskeyRefused with the reason.
+ */
+export async function verifyAssertion(
+  db: Kysely<Database>,
+  rp: RelyingParty,
+  input: { challenge: string | null; response: unknown; userId: string | null },
+  now: Date,
+): Promise<Omit<Asserted, 'data'>> {
   const response = credentialJson(input.response);
   const passkey = response ? await findCredential(db, response.id) : null;
   const owner = passkey
@@ -215,7 +246,7 @@ export async function finishAssertion(
     : undefined;
   const user = owner ? { id: owner.id, email: owner.email } : null;
   if (!response || !passkey || !owner) throw new PasskeyRefused('unknown_passkey', null);
-  if (!challenge || challenge.userId !== input.userId) throw new PasskeyRefused('no_challenge', user);
+  if (input.challenge === null) throw new PasskeyRefused('no_challenge', user);
   if (input.userId !== null && passkey.userId !== input.userId) {
     // Another account's passkey: recorded for the account whose step this was, not the other one's.
     const expected = await db.selectFrom('users').select(['id', 'email']).where('id', '=', input.userId).executeTakeFirst();
@@ -230,7 +261,7 @@ export async function finishAssertion(
   try {
     verified = await verifyAuthenticationResponse({
       response: response as unknown as AuthenticationResponseJSON,
-      expectedChallenge: challenge.data.challenge,
+      expectedChallenge: input.challenge,
       expectedOrigin: rp.origin,
       expectedRPID: rp.id,
       credential: {
@@ -251,5 +282,5 @@ export async function finishAssertion(
   if (!(await recordPasskeyUse(db, passkey, verified.authenticationInfo.newCounter, now))) {
     throw new PasskeyRefused('counter_went_back', user);
   }
-  return { userId: owner.id, email: owner.email, passkeyId: passkey.id, data: challenge.data };
+  return { userId: owner.id, email: owner.email, passkeyId: passkey.id };
 }

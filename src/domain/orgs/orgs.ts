@@ -8,7 +8,7 @@ import { OPERATOR, recordMemberEvent, type IdentityCause } from '../events/membe
 import { newId, nowIso } from '../ids.js';
 import { checkEmail } from '../validation.js';
 import { hashPassword } from './passwords.js';
-import { MAILBOX_FIRST, ssoOwnedElsewhere } from '../identity/ssoTrust.js';
+import { MAILBOX_FIRST, NEW_ORG_MAILBOX_FIRST, ssoOwnedElsewhere } from '../identity/ssoTrust.js';
 
 export interface OrgView {
   id: string;
@@ -80,6 +80,9 @@ export async function createOrg(
     const org = { id: newId('org'), name, created_at: nowIso(now) };
     await trx.insertInto('orgs').values(org).execute();
     const user = await findOrCreateUser(trx, input.adminEmail, passwordHash, now);
+    // An account another organisation's SSO made is that organisation's alone until its holder
+    // proves the mailbox (IDENTITY.md rule 10): an admin of a new one least of all.
+    if (!user.created && (await ssoOwnedElsewhere(trx, user.id, org.id))) throw new ForbiddenError(NEW_ORG_MAILBOX_FIRST);
     await trx.insertInto('memberships').values({ org_id: org.id, user_id: user.id, role: 'admin', created_at: org.created_at }).execute();
     return { org: { id: org.id, name: org.name }, user: { id: user.id, email: user.email } };
   });

@@ -5,7 +5,7 @@ import { confirmTotpSetup, renewRecoveryCodes, startTotpSetup, totpStateOf, turn
 import { flash, startSession, takeFlash, text } from '../../context.js';
 import { rotateSession } from '../../../domain/sessions/sessions.js';
 import { requireAccountProof } from '../../reauth.js';
-import { markAddedInSso } from '../../../domain/identity/ssoTrust.js';
+import { markAddedInSso, ssoMade } from '../../../domain/identity/ssoTrust.js';
 import { listPasskeys } from '../../../domain/identity/passkeys.js';
 import { passkeySection } from './passkeyViews.js';
 import type { DashboardDeps } from '../../dashboardDeps.js';
@@ -25,10 +25,10 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
   const { db, secret, secureCookies } = deps;
   const person = (request: FastifyRequest) => ({ id: request.session!.userId, email: request.session!.email });
 
-  async function send(request: FastifyRequest, reply: FastifyReply, status: number, body: Html) {
+  async function send(request: FastifyRequest, reply: FastifyReply, status: number, body: Html, noOwnSignIn = false) {
     // Passkeys are the other second factor: offered here too, as this is the one page a person the
     // organisation's policy holds back can reach (see twoFactorGate.ts).
-    const passkeys = passkeySection(request.session!, await listPasskeys(db, request.session!.userId));
+    const passkeys = noOwnSignIn ? '' : passkeySection(request.session!, await listPasskeys(db, request.session!.userId));
     return reply
       .code(status)
       .header('cache-control', 'no-store')
@@ -64,7 +64,9 @@ export const twoFactorPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
         alert: 'A set-up of an authenticator app is waiting in another session. Set it up here to start again with a new secret.',
       };
     }
-    return send(request, reply, status, offView(session, factors, options));
+    // An account SSO made, with nothing of its own to prove it by: say how to get a password first.
+    const noOwnSignIn = factors.passkeys === 0 && (await ssoMade(db, session.userId));
+    return send(request, reply, status, offView(session, factors, { ...options, noOwnSignIn }), noOwnSignIn);
   }
 
   /** Counts a code attempt like a sign-in attempt; a reply when the attempt may not go ahead. */

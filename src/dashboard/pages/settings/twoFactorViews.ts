@@ -12,6 +12,8 @@ export interface ViewOptions {
   alert?: string;
   /** Which of the page's two code forms the errors belong to. */
   form?: 'disable' | 'renew';
+  /** An account SSO made, with no password or factor of its own: it cannot enrol from an SSO session (rule 8). */
+  noOwnSignIn?: boolean;
 }
 
 /**
@@ -95,6 +97,7 @@ export function onView(session: SessionView, factors: SecondFactors, options: Vi
 }
 
 export function offView(session: SessionView, factors: SecondFactors, options: ViewOptions): Html {
+  if (options.noOwnSignIn) return noOwnSignInView(session);
   return html`<p><strong>Two-factor authentication is off.</strong> Signing in asks for your password only.</p>
     ${
       factors.passkeys > 0
@@ -121,4 +124,26 @@ export function recoveryCodesView(codes: string[]): Html {
       ${codes.map((code) => html`<li><code>${code}</code></li>`)}
     </ul>
     <p><a href="${TWO_FACTOR}">I have stored them</a></p>`;
+}
+
+/**
+ * An account made by its organisation's single sign-on has no password or second factor of its
+ * own, and a session SSO opened is no proof for the account (IDENTITY.md rule 8): a second factor
+ * cannot be added from it. The way on: a password through a reset link (which proves the mailbox),
+ * then the set-up, signed in with that password.
+ */
+export function noOwnSignInView(session: SessionView): Html {
+  return html`<div class="alert" role="alert">
+      <p>
+        <strong>Two-factor authentication cannot be set up from a single sign‑on session.</strong> Your account was made by your
+        organisation's single sign‑on and has no password of its own, and single sign‑on alone cannot add a second factor to an account.
+      </p>
+    </div>
+    <ol>
+      <li>
+        <a href="/forgot-password?email=${encodeURIComponent(session.email)}">Reset your password</a>: we email a link to
+        <strong>${session.email}</strong>, which proves this mailbox is yours. Open it and choose a password.
+      </li>
+      <li>Sign in with that password and come back here to set up an authenticator app or a passkey.</li>
+    </ol>`;
 }

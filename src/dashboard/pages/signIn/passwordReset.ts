@@ -69,7 +69,9 @@ export const passwordResetPages: FastifyPluginAsync<DashboardDeps> = async (app,
 
   app.get('/forgot-password', async (request, reply) => {
     if (!identity.mailer) return send(reply, 200, card('Forgot your password?', NO_MAIL));
-    return send(reply, 200, card('Forgot your password?', askForm(token(request, reply))));
+    // `?email=` fills the field in (the two-factor page links here for an account SSO made).
+    const email = text(request.query, 'email').trim().slice(0, 320);
+    return send(reply, 200, card('Forgot your password?', askForm(token(request, reply), email ? { email } : {})));
   });
 
   app.post('/forgot-password', async (request, reply) => {

@@ -20,6 +20,52 @@ export const SSO_LINK_TTL_MS = 10 * 60_000;
 const LINK_ATTEMPTS = 5;
 
 /**
+ * A wrong answer to a pending link (password, code or passkey): in Activity, and counted; false
+ * when it was the fifth, which ends the pending link (its cookie is cleared).
+ */
+export async function linkRefused(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: DashboardDeps,
+  token: string,
+  user: { id: string; email: string },
+  reason: string,
+): Promise<boolean> {
+  await signInFailed(request, deps, { user, method: 'sso', reason });
+  if ((await countChallengeFailure(deps.db, token, LINK_ATTEMPTS)) !== null) return true;
+  reply.clearCookie(SSO_LINK_COOKIE, { path: '/sso' });
+  return false;
+}
+
+/**
+ * The holder proved the account: the pending link is taken (once: a second answer finds nothing),
+ * the provider's `iss` + `sub` linked and an SSO session opened. Where to go next, or null with
+ * the status to answer when the link could not be made.
+ */
+export async function completeLink(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: DashboardDeps,
+  token: string,
+  user: { id: string; email: string },
+  now: Date,
+): Promise<{ next: string; status?: never } | { next: null; status: number }> {
+  const { db, secret } = deps;
+  const taken = await takeChallenge<PendingSsoLink>(db, 'sso_link', token, now);
+  reply.clearCookie(SSO_LINK_COOKIE, { path: '/sso' });
+  if (!taken || taken.userId !== user.id) return { next: null, status: 400 };
+  const provider = await ssoProviderOf(db, secret, taken.data.orgId);
+  if (!provider || provider.issuer !== taken.data.issuer) return { next: null, status: 400 };
+  const linked = await linkSsoIdentity(db, { issuer: taken.data.issuer, subject: taken.data.subject, userId: user.id }, now);
+  if (!linked) {
+    await signInFailed(request, deps, { user, method: 'sso', reason: 'subject_mismatch' });
+    return { next: null, status: 403 };
+  }
+  await finishSignIn(request, reply, deps, { userId: user.id, email: user.email, orgId: taken.data.orgId, method: 'sso' });
+  return { next: taken.data.next };
+}
+
+/**
  * `GET/POST /sso/link` (IDENTITY.md rule 10): the first SSO sign-in for an e-mail that already has
  * an account does not link the provider's `iss` + `sub` to it, nor open a session, until that
  * account's holder signs in with the account's own factors here (password, and a code when it has
@@ -42,9 +88,9 @@ export const ssoLinkPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     const needs = await consentFactors(db, userId);
     const cannot = needs.noOwnSignIn
       ? 'This account has no password of its own yet. Use “Forgot your password?” on the sign-in page to have a link mailed to this address, choose a password, then sign in with single sign-on again.'
-      : needs.passkeyOnly
-        ? 'This account is protected by a passkey, which cannot be used here. Sign in with your passkey on the sign-in page, add an authenticator app under Settings → Account, then sign in with single sign-on again.'
-        : null;
+      : null;
+    // A password alone is one factor where the account has passkeys: then a passkey is the way.
+    const passwordForm = !cannot && !needs.passkeyOnly;
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
@@ -57,12 +103,14 @@ export const ssoLinkPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
             <h1>Link your account</h1>
             <p>
               An account with this email exists: <strong>${email}</strong>. Your organisation's single sign-on may sign you in to it only
-              once you have signed in with the account's own password to link it.
+              once you have signed in with the account's own
+              ${needs.passkeyOnly ? 'passkey' : needs.passkey ? 'password or passkey' : 'password'} to link it.
             </p>
             ${options.alert ? html`<div class="alert" role="alert">${options.alert}</div>` : ''}
+            ${cannot ? html`<div class="alert" role="alert">${cannot}</div>` : ''}
             ${
-              cannot
-                ? html`<div class="alert" role="alert">${cannot}</div>`
+              !passwordForm
+                ? ''
                 : html`<form method="post" action="${SSO_LINK_PATH}" novalidate>
                     ${formField(formToken(request, reply, secret, deps.secureCookies))}
                     <input type="hidden" name="email" value="${email}" autocomplete="username" />
@@ -81,6 +129,14 @@ export const ssoLinkPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
                     }
                     <button type="submit">Sign in and link</button>
                   </form>`
+            }
+            ${
+              !cannot && needs.passkey
+                ? html`<p>${passwordForm ? 'Or link with one of your passkeys instead:' : 'Link with one of your passkeys:'}</p>
+                    <button type="button" data-passkey-link>Link with a passkey</button>
+                    <p data-passkey-status role="status" class="hint"></p>
+                    <script src="/assets/passkeys.js" defer></script>`
+                : ''
             }
             <p>If you did not just sign in with single sign-on, do not link: <a href="/login">go back to sign in</a>.</p>
           </div>`,
@@ -144,31 +200,15 @@ export const ssoLinkPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
     const given = { password: text(request.body, 'password'), code: text(request.body, 'code') };
     const refused = await proveAccountForLink(db, secret, userId, given, now);
     if (refused) {
-      await signInFailed(request, deps, { user, method: 'sso', reason: refused });
-      const left = await countChallengeFailure(db, token, LINK_ATTEMPTS);
-      if (left === null) {
-        reply.clearCookie(SSO_LINK_COOKIE, { path: '/sso' });
-        return gone(reply, 401);
-      }
+      if (!(await linkRefused(request, reply, deps, token, user, refused))) return gone(reply, 401);
       const errors: FieldErrors =
         refused === 'link_wrong_code'
           ? { code: 'That code is not right, or was already used.' }
           : { password: 'That is not your password.' };
       return linkPage(request, reply, 401, userId, email, { errors });
     }
-    // Used once: a second post of the same form finds nothing.
-    const taken = await takeChallenge<PendingSsoLink>(db, 'sso_link', token, now);
-    reply.clearCookie(SSO_LINK_COOKIE, { path: '/sso' });
-    if (!taken) return gone(reply);
     await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-    const provider = await ssoProviderOf(db, secret, taken.data.orgId);
-    if (!provider || provider.issuer !== taken.data.issuer) return gone(reply);
-    const linked = await linkSsoIdentity(db, { issuer: taken.data.issuer, subject: taken.data.subject, userId }, now);
-    if (!linked) {
-      await signInFailed(request, deps, { user, method: 'sso', reason: 'subject_mismatch' });
-      return gone(reply, 403);
-    }
-    await finishSignIn(request, reply, deps, { userId, email, orgId: taken.data.orgId, method: 'sso' });
-    return reply.redirect(taken.data.next, 303);
+    const linked = await completeLink(request, reply, deps, token, user, now);
+    return linked.next === null ? gone(reply, linked.status) : reply.redirect(linked.next, 303);
   });
 };

@@ -67,7 +67,7 @@ export const ssoSignInPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
           title: 'Sign in with SSO',
           session: null,
           body: html`<div class="login card">
-            <h1>Sign in with single sign-on</h1>
+            <h1>Sign in with single sign‑on</h1>
             <p>Continue to your organisation's sign-in page.</p>
             ${ssoForm(csrf, email, safeNext(text(request.query, 'next')))}
             <p><a href="/login">Sign in another way</a></p>
