@@ -52,9 +52,13 @@ import { fetchSignIn } from '../test/helpers/signInForm.js';
 const BUDGET_FILE = process.env.BENCH_BUDGET_FILE ?? path.join(import.meta.dirname, 'budget.json');
 const TMP = path.join(import.meta.dirname, '.tmp', 'budget');
 const TOLERANCE = 0.03;
-/** Windows counted (their median is the figure), after SETTLE run as windows but not counted (bench/README.md). */
-const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 3);
-const SETTLE = Number(process.env.BENCH_SETTLE ?? 1);
+/**
+ * Windows counted (their median is the figure), after SETTLE run as windows but not counted. The
+ * first window is always the highest: `BENCH_SETTLE=1 BENCH_WINDOWS=3` is proposed (bench/README.md,
+ * "Fewer windows"), not yet the default: its wall time and a failing regression are still to be shown.
+ */
+const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 5);
+const SETTLE = Number(process.env.BENCH_SETTLE ?? 0);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 1);
 const JOBS = Number(process.env.BENCH_JOBS ?? 2);
 const SEED = 1000;
