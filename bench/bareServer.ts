@@ -2,7 +2,11 @@
  * The baseline of `npm run bench`: a bare Fastify app with no database, no auth and no schemas.
  * `/ping` answers a tiny object; `/list` the same 25 contact objects every time, precomputed, in
  * the list envelope — what orgdata's list-25 would send, without any work behind it.
+ * `POST /contacts` and `POST /contacts/batch` (bench/floor.ts) parse the JSON body as Fastify does
+ * and answer, 201 and 200, the object in `BARE_ANSWERS` (a JSON file: `{ create, batch }`, the
+ * answers orgdata gave to the same requests), serialized on every request.
  */
+import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 
 const contact = (i: number) => ({
@@ -37,5 +41,8 @@ const list = {
 const app = Fastify({ logger: false });
 app.get('/ping', async () => ({ ok: true }));
 app.get('/list', async () => list);
+const answers = (process.env.BARE_ANSWERS ? JSON.parse(readFileSync(process.env.BARE_ANSWERS, 'utf8')) : {}) as Record<string, unknown>;
+app.post('/contacts', async (_request, reply) => reply.code(201).send(answers.create ?? { ok: true }));
+app.post('/contacts/batch', async () => answers.batch ?? { ok: true });
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

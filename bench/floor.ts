@@ -1,17 +1,23 @@
 /**
- * The floor of list-25's design, in instructions (`npx tsx bench/floor.ts`, after `npm run build`):
- * bare Fastify `/list` (bench/bareServer.ts: 25 precomputed contacts, no database, no auth) per
- * request, plus the statement that reads list-25's page run by better-sqlite3 in a bare loop, per
- * run. bench/README.md compares list-25's budget (bench/budget.json) with their sum.
+ * The floors of list-25, create and batch-upsert in instructions (`npm run bench:floor`, which
+ * builds first): what the request would cost with nothing of ours between the HTTP edge and the
+ * database. Prints each part, then one line a target, `TARGET: BUDGET / FLOOR = R× its floor`,
+ * the budget read from bench/budget.json and the floor measured afresh on this checkout.
  *
- * 1. The page statement: a database seeded as bench:check seeds it (an organisation, a label,
- *    1,000 contacts with it) through the app in this process, better-sqlite3's `prepare` wrapped to
- *    catch the SQL and the values list-25 runs; then a loop of that statement (`all`) in a process
- *    of its own under callgrind, twice (LOOPS_SHORT and LOOPS_LONG runs): per run = the difference ÷
- *    the difference in runs (start-up and the first runs cancel out).
- * 2. Bare `/list`: bench/bareServer.ts under callgrind, counted in windows as bench:check counts
- *    orgdata (bench/callgrind.ts: warm-up, forced collections at the edges, compilers and major
- *    collections left out, empty windows taken out), CONNECTIONS at a time.
+ * - list-25: bare Fastify `/list` (bench/bareServer.ts: 25 precomputed contacts, no database, no
+ *   auth) per request, plus the statement that reads list-25's page run by better-sqlite3 in a
+ *   bare loop, per run. The page statement: a database seeded as bench:check seeds it (an
+ *   organisation, a label, 1,000 contacts with it) through the app in this process,
+ *   better-sqlite3's `prepare` wrapped to catch the SQL and the values list-25 runs; then a loop of
+ *   that statement (`all`) in a process of its own under callgrind, twice (LOOPS_SHORT and
+ *   LOOPS_LONG runs): per run = the difference ÷ the difference in runs.
+ * - create, batch-upsert (per contact): bare Fastify `POST /contacts` / `POST /contacts/batch`
+ *   parsing the same JSON body and answering the same JSON, plus exactly the writes the request
+ *   makes, in one transaction, replayed by better-sqlite3 in a bare loop (bench/floorWrites.ts),
+ *   part by part.
+ * - The bare app runs under callgrind, counted in windows as bench:check counts orgdata
+ *   (bench/callgrind.ts: warm-up, forced collections at the edges, compilers and major collections
+ *   left out, empty windows taken out), one request at a time as bench:check sends them.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,16 +27,17 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { ALL_SCOPES, makeHarness } from '../test/helpers/harness.js';
 import { freePort } from '../test/helpers/serverProcess.js';
+import { batchBody, createBody } from './bodies.js';
 import { counted, median, startCountedScript } from './callgrind.js';
+import { PART_NAMES, PARTS, record, replay, type FloorTarget, type Part, type Recorded } from './floorWrites.js';
 
 const run = promisify(execFile);
 const TMP = path.join(import.meta.dirname, '.tmp', 'floor');
 const LOOPS_SHORT = 200;
 const LOOPS_LONG = 1200;
-const WARMUP = 8000;
-const REQUESTS = 400;
 const WINDOWS = 5;
-const CONNECTIONS = 4;
+/** Requests replayed in the short and the long run of the writes' loop. */
+const REPLAY: Record<FloorTarget, [number, number]> = { create: [200, 1000], 'batch-upsert': [5, 25] };
 
 /** The page statement's SQL and values, and the database it ran on. */
 async function pageStatement(): Promise<{ sql: string; values: unknown[]; file: string }> {
@@ -111,58 +118,126 @@ if (rows === 0) throw new Error('the page statement read no rows');
   return (long - short) / (LOOPS_LONG - LOOPS_SHORT);
 }
 
-/** Instructions per request of bare Fastify `/list`. */
-async function bareList(): Promise<{ perRequest: number; windows: number[] }> {
+interface Bare {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: (n: number) => unknown;
+  warmup: number;
+  requests: number;
+}
+
+/** Instructions per request of the bare app's routes, in one process under callgrind, one route after another. */
+async function bareApp(routes: Bare[], answers: string): Promise<Map<string, { perRequest: number; windows: number[] }>> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const dir = mkdtempSync(path.join(TMP, 'bare-'));
-  const server = await startCountedScript({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port) }, url, dir, [
-    '--import',
-    'tsx',
-    path.join(import.meta.dirname, 'bareServer.ts'),
-  ]);
-  const load = async (count: number) => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CONNECTIONS }, async () => {
-        while (next++ < count) {
-          const res = await fetch(`${url}/list`);
-          await res.text();
-          if (res.status !== 200) throw new Error(`bare /list: ${res.status}`);
-        }
-      }),
-    );
-  };
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), BARE_ANSWERS: answers };
+  const server = await startCountedScript(env, url, dir, ['--import', 'tsx', path.join(import.meta.dirname, 'bareServer.ts')]);
+  const results = new Map<string, { perRequest: number; windows: number[] }>();
   try {
-    await load(WARMUP);
-    const empty = [await server.windowed(async () => {})];
-    const windows = [];
-    for (let i = 0; i < WINDOWS; i++) windows.push(await server.windowed(() => load(REQUESTS)));
-    empty.push(await server.windowed(async () => {}));
-    const fixed = median(empty.map(counted));
-    const perWindow = windows.map((w) => (counted(w) - fixed) / REQUESTS);
-    return { perRequest: median(perWindow), windows: perWindow };
+    for (const route of routes) {
+      let n = 0;
+      const load = async (count: number) => {
+        for (const end = n + count; n < end; n++) {
+          const res = await fetch(url + route.path, {
+            method: route.method,
+            headers: route.body
+              ? { 'content-type': 'application/json', authorization: 'Bearer bench', 'idempotency-key': `bare-${n}` }
+              : {},
+            body: route.body ? JSON.stringify(route.body(n)) : undefined,
+          });
+          await res.text();
+          if (res.status >= 300) throw new Error(`bare ${route.path}: ${res.status}`);
+        }
+      };
+      await load(route.warmup);
+      const empty = [await server.windowed(async () => {})];
+      const windows = [];
+      for (let i = 0; i < WINDOWS; i++) windows.push(await server.windowed(() => load(route.requests)));
+      empty.push(await server.windowed(async () => {}));
+      const fixed = median(empty.map(counted));
+      const perWindow = windows.map((w) => (counted(w) - fixed) / route.requests);
+      results.set(route.name, { perRequest: median(perWindow), windows: perWindow });
+    }
+    return results;
   } finally {
     await server.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/** Each part's instructions per request: the replay with the parts up to it switched on, less the one before. */
+async function writeParts(recorded: Recorded, target: FloorTarget): Promise<{ transaction: number; parts: Map<Part, number> }> {
+  const writes = (part: Part) => recorded.requests.some((r) => r.writes.some((w) => w.part === part));
+  // The search index is written by triggers on the contact's row; the log by its own batches.
+  const present = PARTS.filter((part) => part === 'log' || (part === 'search' ? writes('contact') : writes(part)));
+  // Parts a request does not write cost nothing. One replay at a time (its short and long runs side by side).
+  const dir = mkdtempSync(path.join(TMP, `${target}-`));
+  const totals: number[] = [];
+  for (const parts of [[], ...present.map((_, i) => present.slice(0, i + 1))])
+    totals.push(await replay(recorded, parts, REPLAY[target], dir));
+  return { transaction: totals[0]!, parts: new Map(present.map((part, i) => [part, totals[i + 1]! - totals[i]!] as const)) };
+}
+
 const fmt = (n: number) => Math.round(n).toLocaleString('en-GB');
 mkdirSync(TMP, { recursive: true });
 try {
-  const statement = await pageStatement();
-  const perRun = await statementLoop(statement);
-  console.log(`page statement in a bare better-sqlite3 loop: ${fmt(perRun)} instructions a run`);
-  const bare = await bareList();
-  console.log(`bare Fastify /list: ${fmt(bare.perRequest)} instructions a request (windows ${bare.windows.map(fmt).join(', ')})`);
-  const floor = bare.perRequest + perRun;
   const budget = (
     JSON.parse(readFileSync(path.join(import.meta.dirname, 'budget.json'), 'utf8')) as { targets: Record<string, { instructions: number }> }
-  ).targets['list-25'];
-  console.log(
-    `floor (the two): ${fmt(floor)}; list-25's budget ${budget ? fmt(budget.instructions) : '?'}: ${budget ? (budget.instructions / floor).toFixed(2) : '?'}× the floor (goal ≤ 1.3×)`,
+  ).targets;
+  const statement = await pageStatement();
+  const perRun = await statementLoop(statement);
+  console.log(`list-25: the page statement in a bare better-sqlite3 loop: ${fmt(perRun)} instructions a run`);
+
+  const floors = new Map<string, number>([['list-25', perRun]]);
+  const answers: Record<string, unknown> = {};
+  for (const [target, per] of [
+    ['create', 1],
+    ['batch-upsert', 100],
+  ] as const) {
+    const recorded = await record(target, REPLAY[target][1], TMP);
+    answers[target === 'create' ? 'create' : 'batch'] = JSON.parse(recorded.answer);
+    const { transaction, parts } = await writeParts(recorded, target);
+    const writes = [...parts.values()].reduce((a, b) => a + b, transaction);
+    floors.set(target, writes / per);
+    console.log(
+      `\n${target}: its writes in one transaction, bare better-sqlite3, ${fmt(writes / per)} instructions a ${per === 1 ? 'request' : 'contact'}:`,
+    );
+    console.log(`    ${fmt(transaction / per).padStart(9)}  BEGIN IMMEDIATE and COMMIT (and the loop)`);
+    for (const part of PARTS) if (parts.has(part)) console.log(`    ${fmt(parts.get(part)! / per).padStart(9)}  ${PART_NAMES[part]}`);
+    console.log(`  reads the request also makes (not in the floor), runs a request:`);
+    for (const [sql, runs] of recorded.reads) console.log(`    ${runs.toFixed(2).padStart(6)}  ${sql.slice(0, 140)}`);
+  }
+
+  const answersFile = path.join(TMP, 'answers.json');
+  writeFileSync(answersFile, JSON.stringify(answers));
+  const bare = await bareApp(
+    [
+      { name: 'list-25', method: 'GET', path: '/list', warmup: 4000, requests: 400 },
+      { name: 'create', method: 'POST', path: '/contacts', body: createBody, warmup: 4000, requests: 400 },
+      { name: 'batch-upsert', method: 'POST', path: '/contacts/batch', body: batchBody, warmup: 200, requests: 20 },
+    ],
+    answersFile,
   );
+  console.log('');
+  for (const [target, per] of [
+    ['list-25', 1],
+    ['create', 1],
+    ['batch-upsert', 100],
+  ] as const) {
+    const b = bare.get(target)!;
+    console.log(
+      `${target}: bare Fastify ${fmt(b.perRequest / per)} instructions a ${per === 1 ? 'request' : 'contact'} (windows ${b.windows.map((w) => fmt(w / per)).join(', ')})`,
+    );
+    floors.set(target, floors.get(target)! + b.perRequest / per);
+  }
+  console.log('');
+  for (const target of ['list-25', 'create', 'batch-upsert']) {
+    const floor = floors.get(target)!;
+    const had = budget[target]?.instructions;
+    console.log(`${target}: ${had ? fmt(had) : '?'} / ${fmt(floor)} = ${had ? (had / floor).toFixed(2) : '?'}× its floor`);
+  }
 } finally {
-  rmSync(TMP, { recursive: true, force: true });
+  if (process.env.BENCH_KEEP !== '1') rmSync(TMP, { recursive: true, force: true });
 }
