@@ -9,7 +9,6 @@ import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './do
 import { listOrgMembers } from './domain/orgs/members.js';
 import { listOrgs, setPassword } from './domain/orgs/operator.js';
 import { checkSecretFingerprint } from './db/secretFingerprint.js';
-import { serveCommand } from './cli/serve.js';
 import { webhookCommand } from './cli/webhooks.js';
 import { required, UsageError } from './cli/operatorError.js';
 import { withDb } from './cli/withDb.js';
@@ -118,8 +117,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   makeDataDirPrivate(config.dataDir);
 
   switch (command) {
-    case 'serve':
+    case 'serve': {
+      // Loaded here, not at the top: the server (Fastify, every route, the S3 client) is most of
+      // what the CLI would import, and every other command starts without it (about 2 s of CPU).
+      const { serveCommand } = await import('./cli/serve.js');
       return serveCommand(config, values.json === true);
+    }
     case 'migrate': {
       const db = openDatabase(
         config.databaseDirectUrl

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eraseContact } from '../src/domain/contacts/erase.js';
 import { erasedAnswer } from '../src/http/erasedAnswer.js';
 import { cli, orgWithKey, serverEnv, startServerProcess } from './helpers/serverProcess.js';
-import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { DIALECT_FREE, DIALECTS, type Harness, makeHarness, type Org } from './helpers/harness.js';
 
 // Issue 19, item 4: erasing a contact for the right to be forgotten.
 describe.each(DIALECTS)('erasing a contact on %s', (dialect) => {
@@ -157,7 +157,7 @@ describe.each(DIALECTS)('erasing a contact on %s', (dialect) => {
   });
 });
 
-describe('orgdata contacts erase', { timeout: 120_000 }, () => {
+describe.skipIf(!DIALECT_FREE)('orgdata contacts erase', { timeout: 120_000 }, () => {
   it('erases through the CLI beside a running server', async () => {
     const env = await serverEnv('sqlite');
     try {

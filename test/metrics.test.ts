@@ -2,7 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config.js';
 import { loadConfig } from '../src/config/load.js';
-import { DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
+import { DIALECT_FREE, DIALECTS, type Harness, makeHarness } from './helpers/harness.js';
 import { scrape, TOKEN, valueOf } from './helpers/metrics.js';
 import { parsePrometheusText } from './helpers/prometheusText.js';
 import { cli, orgWithKey, serverEnv, startServerProcess } from './helpers/serverProcess.js';
@@ -177,7 +177,7 @@ describe.each(DIALECTS)('%s: GET /metrics', (dialect) => {
   });
 });
 
-describe('orgdata serve with METRICS_TOKEN', () => {
+describe.skipIf(!DIALECT_FREE)('orgdata serve with METRICS_TOKEN', () => {
   it('exposes the metrics, the delivery worker counting its attempts into them', async () => {
     const env = await serverEnv('sqlite', { METRICS_TOKEN: TOKEN, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
     const { orgId, key } = await orgWithKey(env.env);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addUser } from '../src/domain/orgs/orgs.js';
 import { purgeOldRequests, requestUsage } from '../src/domain/requests/requestLog.js';
 import { signedIn } from './helpers/browserSession.js';
-import { ALL_SCOPES, DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
+import { ALL_SCOPES, DIALECT_FREE, DIALECTS, type Harness, makeHarness } from './helpers/harness.js';
 import { cli, orgWithKey, serverEnv, startServerProcess } from './helpers/serverProcess.js';
 
 const run = promisify(execFile);
@@ -138,7 +138,7 @@ describe.each(DIALECTS)('request log on %s', (dialect) => {
   });
 });
 
-describe('orgdata requests show', { timeout: 120_000 }, () => {
+describe.skipIf(!DIALECT_FREE)('orgdata requests show', { timeout: 120_000 }, () => {
   it('finds a request a caller quotes, with its events, from a real server that was just stopped', async () => {
     const env = await serverEnv('sqlite');
     try {

@@ -33,6 +33,14 @@ export const DIALECTS: Dialect[] = process.env.TEST_DIALECTS
     : ['sqlite'];
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || null;
 
+/**
+ * For a suite that does not depend on the dialect (a server process on SQLite, a unit) in a file
+ * whose database suites use DIALECTS: `describe.skipIf(!DIALECT_FREE)`. It runs wherever SQLite is
+ * among DIALECTS (the fast tier, a plain `vitest run`), not a second time in the `postgres`
+ * project, which runs the file again for its PostgreSQL half only.
+ */
+export const DIALECT_FREE = DIALECTS.includes('sqlite');
+
 export const SECRET = 'test-secret-key-that-is-at-least-32-characters';
 
 /** A fresh database: an in-memory SQLite, or a schema of its own in the test PostgreSQL. */
