@@ -229,6 +229,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '022_sso_trust',
       '023_sso_domain_verification',
       '025_bounded_sign_in',
+      '026_sandbox',
     ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
@@ -310,6 +311,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '022_sso_trust',
       '023_sso_domain_verification',
       '025_bounded_sign_in',
+      '026_sandbox',
     ]);
     const rows = await db.kysely
       .selectFrom('events')
@@ -410,6 +412,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '022_sso_trust',
       '023_sso_domain_verification',
       '025_bounded_sign_in',
+      '026_sandbox',
     ]);
   });
 });

@@ -27,6 +27,7 @@ import * as signInFactors from './migrations/021_sign_in_factors.js';
 import * as ssoTrust from './migrations/022_sso_trust.js';
 import * as ssoDomainVerification from './migrations/023_sso_domain_verification.js';
 import * as boundedSignIn from './migrations/025_bounded_sign_in.js';
+import * as sandbox from './migrations/026_sandbox.js';
 import { isConnectionLost, isStatementTimeout } from './errors.js';
 import { openPostgres, type PoolStats } from './postgres.js';
 import type { Database } from './schema.js';
@@ -234,6 +235,7 @@ export const migrations: Record<string, Migration> = {
   '022_sso_trust': ssoTrust,
   '023_sso_domain_verification': ssoDomainVerification,
   '025_bounded_sign_in': boundedSignIn,
+  '026_sandbox': sandbox,
 };
 
 /** Every migration's name, oldest first (the upgrade test builds a database at each). */

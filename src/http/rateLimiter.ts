@@ -1,3 +1,5 @@
+import { isSandboxOrgId } from '../domain/orgs/sandbox.js';
+
 /**
  * The per-key token bucket and the per-organisation daily quota, behind one interface with a
  * local (one process) and a shared (Redis) implementation, chosen from configuration in one place
@@ -12,6 +14,15 @@ export interface RateLimitSettings {
   burst: number;
   perSecond: number;
   dailyQuota: number;
+  /** A sandbox's daily quota (test mode): default 1,000. The burst and rate are the same in both modes. */
+  sandboxDailyQuota?: number;
+}
+
+export const DEFAULT_SANDBOX_DAILY_QUOTA = 1_000;
+
+/** The daily quota of an organisation: a sandbox (`sbx_…`, SANDBOX.md) has its own. */
+export function dailyQuotaOf(settings: RateLimitSettings, orgId: string): number {
+  return isSandboxOrgId(orgId) ? (settings.sandboxDailyQuota ?? DEFAULT_SANDBOX_DAILY_QUOTA) : settings.dailyQuota;
 }
 
 export interface RateLimitDecision {

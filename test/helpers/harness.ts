@@ -125,6 +125,7 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     RATE_LIMIT_BURST: '100000',
     RATE_LIMIT_PER_SECOND: '100000',
     DAILY_QUOTA: '1000000',
+    SANDBOX_DAILY_QUOTA: '1000000',
     PUBLIC_URL: 'http://orgdata.test',
     ...options.env,
   });
@@ -133,7 +134,12 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     ? await freshDatabase(dialect, options.shareDbWith.db.schema ? { schema: options.shareDbWith.db.schema } : undefined, pool)
     : await freshDatabase(dialect, undefined, pool);
   if (options.shareDbWith && dialect === 'sqlite') throw new Error('two instances need PostgreSQL');
-  const settings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
+  const settings = {
+    burst: config.rateLimitBurst,
+    perSecond: config.rateLimitPerSecond,
+    dailyQuota: config.dailyQuota,
+    sandboxDailyQuota: config.sandboxDailyQuota,
+  };
   const redisPrefix = options.redis
     ? (options.redisPrefix ?? options.shareDbWith?.redisPrefix ?? `orgdata-test:${randomBase62(8)}:`)
     : null;

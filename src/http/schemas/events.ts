@@ -48,6 +48,11 @@ export const Event = named(
       id: Type.String({ examples: ['evt_0QfK2mN8xV3bR6tY1aB4'] }),
       type: Type.String({ enum: [...EVENT_TYPES], description: 'What happened; `data.object` is the resource it happened to.' }),
       created_at: Timestamp,
+      livemode: Type.Boolean({
+        description:
+          "false for an event of the test mode (a request made with an `od_test_` key, in the organisation's sandbox), true for live data. Webhook payloads carry it too.",
+        examples: [true],
+      }),
       actor: EventActor,
       request_id: Type.Union([Type.String(), Type.Null()], {
         description:

@@ -1,4 +1,4 @@
-import type { RateLimitDecision, RateLimiter, RateLimitSettings } from '../../http/rateLimiter.js';
+import { dailyQuotaOf, type RateLimitDecision, type RateLimiter, type RateLimitSettings } from '../../http/rateLimiter.js';
 import { decide, utcDay } from './tokenBucket.js';
 
 /** For a single process (the embedded default). State lives in memory and resets on restart. */
@@ -39,7 +39,7 @@ export class MemoryRateLimiter implements RateLimiter {
     const quotaKey = `${day}|${orgId}`;
     let used = this.quotas.get(quotaKey) ?? 0;
     if (allowed) this.quotas.set(quotaKey, ++used);
-    return Promise.resolve(decide(this.settings, now, { tokens, allowed }, used));
+    return Promise.resolve(decide(this.settings, now, { tokens, allowed }, used, dailyQuotaOf(this.settings, orgId)));
   }
 
   close(): Promise<void> {

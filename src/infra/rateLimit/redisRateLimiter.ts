@@ -1,7 +1,7 @@
 import { DependencyHealth } from '../health.js';
 import { closeRedisClient, connected, openRedisClient, runScript, STARTUP_WAIT_MS, type RedisClient } from '../redis/connection.js';
 import { MemoryRateLimiter } from './memoryRateLimiter.js';
-import type { RateLimitDecision, RateLimiter, RateLimitSettings } from '../../http/rateLimiter.js';
+import { dailyQuotaOf, type RateLimitDecision, type RateLimiter, type RateLimitSettings } from '../../http/rateLimiter.js';
 import { decide, utcDay } from './tokenBucket.js';
 
 // One atomic step for both limits, so two server instances can never both take the last token or
@@ -88,7 +88,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     this.health.recovered('redis', LOCAL_COUNTING);
     const [allowed, tokens, used] = reply as [number, string, number];
-    return decide(this.settings, now, { tokens: Number(tokens), allowed: allowed === 1 }, Number(used));
+    return decide(this.settings, now, { tokens: Number(tokens), allowed: allowed === 1 }, Number(used), dailyQuotaOf(this.settings, orgId));
   }
 
   async close(): Promise<void> {
