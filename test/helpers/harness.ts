@@ -92,7 +92,7 @@ export interface Org {
   adminId: string;
   adminEmail: string;
   /** Makes an API key with these scopes, created by the org's admin. */
-  key(scopes: string[], options?: { expiresInDays?: number | null; userId?: string }): Promise<string>;
+  key(scopes: string[], options?: { expiresInDays?: number | null; userId?: string; mode?: 'live' | 'test' }): Promise<string>;
   /** A context for calling domain functions directly as the org's admin, signed in. */
   adminCtx(): Ctx;
 }
@@ -181,7 +181,7 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
           const created = await createApiKey(
             { db: db.kysely, orgId: org.id, userId: keyOptions.userId ?? user.id, now: new Date() },
             config.secretKey,
-            { name: 'test key', scopes, expiresInDays: keyOptions.expiresInDays },
+            { name: 'test key', scopes, expiresInDays: keyOptions.expiresInDays, mode: keyOptions.mode },
           );
           return created.key;
         },

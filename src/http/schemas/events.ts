@@ -89,6 +89,7 @@ export const Event = named(
           id: 'evt_0QfK2mN8xV3bR6tY1aB4',
           type: 'contact.updated',
           created_at: '2026-11-23T12:00:00.123Z',
+          livemode: true,
           actor: { type: 'api_key', id: 'key_7Hq2ZkP9mN4xV1bR3tY6' },
           request_id: 'req_9fK2mN8xV3bR6tY1aB4Q',
           data: {
