@@ -5,6 +5,8 @@ import { loadConfig } from './config/load.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { addUser, createOrg, firstAdminOf, setRole } from './domain/orgs/orgs.js';
 import { keysCommand, sandboxCommand } from './cli/keys.js';
+import { NotFoundError } from './domain/errors.js';
+import { isSandboxOrgId } from './domain/orgs/sandbox.js';
 import { listOrgMembers } from './domain/orgs/members.js';
 import { listOrgs, setPassword } from './domain/orgs/operator.js';
 import { checkSecretFingerprint } from './db/secretFingerprint.js';
@@ -123,6 +125,11 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   });
 
   makeDataDirPrivate(config.dataDir);
+  // A sandbox (test mode) is reached through its organisation (--test), never named as one: for
+  // every command, present and future, its id is an organisation there is not.
+  if (typeof values.org === 'string' && isSandboxOrgId(values.org)) {
+    throw new NotFoundError(`No organisation ${values.org}: a sandbox is reached with --org ITS_ORGANISATION --test.`);
+  }
 
   switch (command) {
     case 'serve':

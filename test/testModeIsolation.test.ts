@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { findSandbox } from '../src/domain/orgs/sandbox.js';
-import { ALL_SCOPES, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
+import { setRole } from '../src/domain/orgs/orgs.js';
+import { addMember, ALL_SCOPES, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 // The wall between the modes (SANDBOX.md principle 1), driven by the API's own route table
 // (openapi.json, which CI keeps equal to the routes served): every operation with an id in its
@@ -12,7 +13,7 @@ import { ALL_SCOPES, DIALECTS, makeHarness, type Harness, type Org } from './hel
 type Mode = 'live' | 'test';
 type Json = Record<string, unknown>;
 interface Operation {
-  method: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   body: unknown;
 }
@@ -29,7 +30,7 @@ const OPERATIONS: Operation[] = Object.entries(DOCUMENT.paths).flatMap(([path, o
     .filter(([, op]) => !path.startsWith('/uploads') && !path.startsWith('/downloads') && op.operationId !== undefined)
     .map(([method, op]) => {
       const content = (op.requestBody as { content?: Record<string, { example?: unknown }> } | undefined)?.content;
-      return { method: method.toUpperCase(), path, body: content?.['application/json']?.example };
+      return { method: method.toUpperCase() as Operation['method'], path, body: content?.['application/json']?.example };
     }),
 );
 
@@ -241,6 +242,15 @@ describe.each(DIALECTS)('test mode isolation on %s', (dialect) => {
     const byId = new Map(rows.map((r) => [r.id, r.storage_key]));
     expect(byId.get(ids.test.file)).toMatch(/^test\/sbx_[A-Za-z0-9]+\/file_/);
     expect(byId.get(ids.live.file)).toMatch(new RegExp(`^${org.orgId}/file_`));
+  });
+
+  it("revokes an admin's test keys with their live ones when they are demoted", async () => {
+    const other = await addMember(h, org.orgId, 'admin');
+    const testKey = await org.key(['contacts:read'], { mode: 'test', userId: other.id });
+    expect((await h.call(testKey, 'GET', '/api/v1/contacts')).statusCode).toBe(200);
+    const demoted = await setRole(h.db.kysely, { orgId: org.orgId, email: other.email, role: 'member' });
+    expect(demoted.revoked_keys).toBe(1);
+    expect((await h.call(testKey, 'GET', '/api/v1/contacts')).statusCode).toBe(401);
   });
 
   it('refuses a test key with its prefix changed, and a key of either mode in the URL', async () => {
