@@ -1,5 +1,3 @@
-import { isSandboxOrgId } from '../domain/orgs/sandbox.js';
-
 /**
  * The per-key token bucket and the per-organisation daily quota, behind one interface with a
  * local (one process) and a shared (Redis) implementation, chosen from configuration in one place
@@ -19,11 +17,6 @@ export interface RateLimitSettings {
 }
 
 export const DEFAULT_SANDBOX_DAILY_QUOTA = 1_000;
-
-/** The daily quota of an organisation: a sandbox (`sbx_…`, SANDBOX.md) has its own. */
-export function dailyQuotaOf(settings: RateLimitSettings, orgId: string): number {
-  return isSandboxOrgId(orgId) ? (settings.sandboxDailyQuota ?? DEFAULT_SANDBOX_DAILY_QUOTA) : settings.dailyQuota;
-}
 
 export interface RateLimitDecision {
   /** null when the request may go on. */

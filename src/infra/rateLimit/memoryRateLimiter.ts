@@ -1,5 +1,5 @@
-import { dailyQuotaOf, type RateLimitDecision, type RateLimiter, type RateLimitSettings } from '../../http/rateLimiter.js';
-import { decide, utcDay } from './tokenBucket.js';
+import type { RateLimitDecision, RateLimiter, RateLimitSettings } from '../../http/rateLimiter.js';
+import { dailyQuotaOf, decide, utcDay } from './tokenBucket.js';
 
 /** For a single process (the embedded default). State lives in memory and resets on restart. */
 export class MemoryRateLimiter implements RateLimiter {

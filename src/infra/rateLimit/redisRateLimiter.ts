@@ -1,8 +1,8 @@
 import { DependencyHealth } from '../health.js';
 import { closeRedisClient, connected, openRedisClient, runScript, STARTUP_WAIT_MS, type RedisClient } from '../redis/connection.js';
 import { MemoryRateLimiter } from './memoryRateLimiter.js';
-import { dailyQuotaOf, type RateLimitDecision, type RateLimiter, type RateLimitSettings } from '../../http/rateLimiter.js';
-import { decide, utcDay } from './tokenBucket.js';
+import type { RateLimitDecision, RateLimiter, RateLimitSettings } from '../../http/rateLimiter.js';
+import { dailyQuotaOf, decide, utcDay } from './tokenBucket.js';
 
 // One atomic step for both limits, so two server instances can never both take the last token or
 // the last request of the day. Time comes from Redis itself, so instances' clocks may disagree.

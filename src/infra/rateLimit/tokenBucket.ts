@@ -1,4 +1,10 @@
 import type { RateLimitDecision, RateLimitSettings } from '../../http/rateLimiter.js';
+import { isSandboxOrgId } from '../../domain/orgs/sandbox.js';
+
+/** The daily quota of an organisation: a sandbox (`sbx_…`, test mode) has its own (default 1,000). */
+export function dailyQuotaOf(settings: RateLimitSettings, orgId: string): number {
+  return isSandboxOrgId(orgId) ? (settings.sandboxDailyQuota ?? 1_000) : settings.dailyQuota;
+}
 
 /** The token bucket's and the daily quota's arithmetic, shared by the memory and Redis rate limiters. */
 export function nextMidnightUtc(now: Date): Date {
