@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { findSandbox } from '../src/domain/orgs/sandbox.js';
 import { setRole } from '../src/domain/orgs/orgs.js';
+import { requestForLog } from '../src/web/logRedaction.js';
 import { addMember, ALL_SCOPES, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 // The wall between the modes (SANDBOX.md principle 1), driven by the API's own route table
@@ -256,8 +257,10 @@ describe.each(DIALECTS)('test mode isolation on %s', (dialect) => {
   it('refuses a test key with its prefix changed, and a key of either mode in the URL', async () => {
     const swapped = `od_live_${keys.test.slice('od_test_'.length)}`;
     expect((await h.call(swapped, 'GET', '/api/v1/contacts')).statusCode).toBe(401);
-    const res = await h.call(null, 'GET', `/api/v1/contacts?key=${keys.test}`);
+    // Sent with a good live key: the URL guard is what refuses it (a test key in a URL is exposed).
+    const res = await h.call(keys.live, 'GET', `/api/v1/contacts?q=${keys.test}`);
     expect(res.statusCode).toBe(401);
+    expect(res.json<Json>().detail).toMatch(/never in a URL/);
   });
 });
 
@@ -286,5 +289,15 @@ describe('test mode quota', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-ratelimit-limit']).toBe('5');
     expect(res.headers['x-ratelimit-remaining']).toBe('4');
+  });
+});
+
+describe('test keys in logs', () => {
+  it('redacts an od_test_ key from a logged path and query, encoded or not', () => {
+    const key = `od_test_${'A'.repeat(43)}`;
+    for (const url of [`/api/v1/contacts/${key}?x=1`, `/nowhere/${encodeURIComponent(key)}`, `/api/v1/contacts?${key}=1`]) {
+      const logged = JSON.stringify(requestForLog({ method: 'GET', url }));
+      expect(logged, url).not.toContain('A'.repeat(20));
+    }
   });
 });
