@@ -62,6 +62,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '022_sso_trust',
       '023_sso_domain_verification',
       '025_bounded_sign_in',
+      '026_sandbox',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);
