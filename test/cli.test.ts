@@ -111,7 +111,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '--scopes',
       'contacts:write,groups:read',
     );
-    expect(Object.keys(key).sort()).toEqual(['expires_at', 'id', 'key', 'last4', 'name', 'scopes']);
+    expect(Object.keys(key).sort()).toEqual(['expires_at', 'id', 'key', 'last4', 'mode', 'name', 'scopes']);
     expect(key.key).toMatch(/^od_live_[A-Za-z0-9]{43}$/);
     expect(key.last4).toBe(key.key.slice(-4));
     const forever = await json(
