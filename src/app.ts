@@ -282,7 +282,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     files,
     secret: config.secretKey,
     rateLimiter: deps.rateLimiter,
-    limits: { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota },
+    limits: {
+      burst: config.rateLimitBurst,
+      perSecond: config.rateLimitPerSecond,
+      dailyQuota: config.dailyQuota,
+      sandboxDailyQuota: config.sandboxDailyQuota,
+    },
     idempotencyLockMs: config.idempotencyLockSeconds * 1000,
     keyCache,
     docsUrl: config.docsUrl,

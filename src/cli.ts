@@ -3,9 +3,10 @@ import { keepFilesPrivate, makeDataDirPrivate } from './cli/privateFiles.js';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config/load.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
-import { createApiKey, DEFAULT_EXPIRY_DAYS, listApiKeys, revokeApiKey } from './domain/apiKeys/apiKeys.js';
-import { ValidationError } from './domain/errors.js';
-import { addUser, createOrg, firstAdminOf, memberIdByEmail, setRole } from './domain/orgs/orgs.js';
+import { addUser, createOrg, firstAdminOf, setRole } from './domain/orgs/orgs.js';
+import { keysCommand, sandboxCommand } from './cli/keys.js';
+import { NotFoundError } from './domain/errors.js';
+import { isSandboxOrgId } from './domain/orgs/sandbox.js';
 import { listOrgMembers } from './domain/orgs/members.js';
 import { listOrgs, setPassword } from './domain/orgs/operator.js';
 import { checkSecretFingerprint } from './db/secretFingerprint.js';
@@ -55,12 +56,17 @@ const USAGE = `orgdata — operator commands (every command takes --json)
                                      the SSO domains, verified or not, with the DNS record that proves each
   orgdata sso domains approve --org ORG_ID --domain DOMAIN
                                      verify a domain without DNS (only for an organisation you know owns it)
-  orgdata keys create --org ORG_ID --admin-email EMAIL --name NAME --scopes a,b [--expires-days N | --never]
-  orgdata keys list --org ORG_ID
+  orgdata keys create --org ORG_ID --admin-email EMAIL --name NAME --scopes a,b [--expires-days N | --never] [--test]
+                                     --test: an od_test_ key of the organisation's sandbox (test mode)
+  orgdata keys list --org ORG_ID     the keys of both modes, each with its mode (live or test)
   orgdata keys revoke --org ORG_ID KEY_ID
-  orgdata webhooks create --org ORG_ID --url URL [--events contact.*,group.member_added]
-  orgdata webhooks list --org ORG_ID
-  orgdata webhooks delete|enable|disable --org ORG_ID ENDPOINT_ID
+  orgdata sandbox reset --org ORG_ID [--keys] [--endpoints]
+                                     delete the sandbox's contacts, labels, groups, files, events and deliveries
+                                     (its API keys and webhook endpoints too when asked); live data is untouched
+  orgdata webhooks create --org ORG_ID --url URL [--events contact.*,group.member_added] [--test]
+  orgdata webhooks list --org ORG_ID [--test]
+  orgdata webhooks delete|enable|disable --org ORG_ID ENDPOINT_ID [--test]
+                                     --test: the endpoints of the organisation's sandbox (test mode)
   orgdata contacts erase --org ORG_ID --id CONTACT_ID
                                      delete a contact and remove its personal data from events and stored replays
   orgdata requests show REQUEST_ID   an API request from the request log (REQUEST_LOG_DAYS), with the events it caused
@@ -102,6 +108,9 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       domain: { type: 'string' },
       'auto-join': { type: 'string' },
       require: { type: 'boolean' },
+      test: { type: 'boolean' },
+      keys: { type: 'boolean' },
+      endpoints: { type: 'boolean' },
     },
   });
   const [group, action, ...rest] = positionals;
@@ -115,6 +124,11 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   });
 
   makeDataDirPrivate(config.dataDir);
+  // A sandbox (test mode) is reached through its organisation (--test), never named as one: for
+  // every command, present and future, its id is an organisation there is not.
+  if (typeof values.org === 'string' && isSandboxOrgId(values.org)) {
+    throw new NotFoundError(`No organisation ${values.org}: a sandbox is reached with --org ITS_ORGANISATION --test.`);
+  }
 
   switch (command) {
     case 'serve': {
@@ -200,55 +214,12 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       const note = user.revoked_keys ? `; revoked ${user.revoked_keys} API key(s) they created` : '';
       return { json: user, text: `${user.email} is now ${user.role}${note}` };
     }
-    case 'keys create': {
-      const orgId = required(values, 'org');
-      if (values.never && values['expires-days'] !== undefined) throw new UsageError('give --expires-days or --never, not both');
-      let expiresInDays: number | null = values.never ? null : DEFAULT_EXPIRY_DAYS;
-      if (values['expires-days'] !== undefined) {
-        if (!/^\d+$/.test(values['expires-days'])) throw ValidationError.field('expires_days', 'must be a whole number of days');
-        expiresInDays = Number(values['expires-days']);
-      }
-      const key = await withDb(config, async (db) => {
-        const userId = await memberIdByEmail(db.kysely, orgId, required(values, 'admin-email'));
-        return createApiKey({ db: db.kysely, orgId, userId, now: new Date() }, config.secretKey, {
-          name: required(values, 'name'),
-          scopes: required(values, 'scopes')
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean),
-          expiresInDays,
-        });
-      });
-      const json = { id: key.id, key: key.key, name: key.name, scopes: key.scopes, last4: key.last4, expires_at: key.expires_at };
-      return {
-        json,
-        text: `${key.key}\n\nThis is the only time the key is shown. id ${key.id}, scopes ${key.scopes.join(',')}, expires ${key.expires_at ?? 'never'}.`,
-      };
-    }
-    case 'keys list': {
-      const orgId = required(values, 'org');
-      const keys = await withDb(config, async (db) => {
-        // The operator acts on the organisation's behalf, through its first admin.
-        return listApiKeys({ db: db.kysely, orgId, userId: await firstAdminOf(db.kysely, orgId), now: new Date() });
-      });
-      const text = keys
-        .map(
-          (k) =>
-            `${k.id}  …${k.last4}  ${k.name}  [${k.scopes.join(',')}]  expires ${k.expires_at ?? 'never'}  ${k.revoked_at ? `revoked ${k.revoked_at} (${k.revoked_reason})` : 'active'}  last used ${k.last_used_at ?? 'never'}${k.last_used_origin ? ` from ${k.last_used_origin}` : ''}`,
-        )
-        .join('\n');
-      return { json: keys, text: text || 'no keys' };
-    }
-    case 'keys revoke': {
-      const orgId = required(values, 'org');
-      const keyId = rest[0];
-      if (!keyId) throw new UsageError('missing KEY_ID');
-      const key = await withDb(config, async (db) => {
-        // The operator acts on the organisation's behalf, through its first admin.
-        return revokeApiKey({ db: db.kysely, orgId, userId: await firstAdminOf(db.kysely, orgId), now: new Date() }, keyId);
-      });
-      return { json: key, text: `revoked ${key.id} (${key.name}) at ${key.revoked_at}` };
-    }
+    case 'keys create':
+    case 'keys list':
+    case 'keys revoke':
+      return keysCommand(config, action!, rest, values);
+    case 'sandbox reset':
+      return sandboxCommand(config, action, values);
     case 'webhooks create':
     case 'webhooks list':
     case 'webhooks delete':
@@ -259,7 +230,14 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
       if (action !== 'create' && action !== 'list' && !endpointId) throw new UsageError('missing ENDPOINT_ID');
       if (action === 'create') required(values, 'url');
       return withDb(config, (db) =>
-        webhookCommand(db.kysely, config, { action: action!, orgId, endpointId, url: values.url, events: values.events }),
+        webhookCommand(db.kysely, config, {
+          action: action!,
+          orgId,
+          endpointId,
+          url: values.url,
+          events: values.events,
+          test: values.test === true,
+        }),
       );
     }
     case 'contacts erase':

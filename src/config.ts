@@ -16,6 +16,8 @@ export interface Config {
   rateLimitBurst: number;
   rateLimitPerSecond: number;
   dailyQuota: number;
+  /** A sandbox's daily quota (test mode, SANDBOX.md): `SANDBOX_DAILY_QUOTA`, default 1,000. */
+  sandboxDailyQuota: number;
   maxJsonBytes: number;
   maxFileBytes: number;
   uploadUrlTtlSeconds: number;

@@ -62,6 +62,8 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '022_sso_trust',
       '023_sso_domain_verification',
       '025_bounded_sign_in',
+      '026_sso_links_consent',
+      '027_sandbox',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);
@@ -110,7 +112,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '--scopes',
       'contacts:write,groups:read',
     );
-    expect(Object.keys(key).sort()).toEqual(['expires_at', 'id', 'key', 'last4', 'name', 'scopes']);
+    expect(Object.keys(key).sort()).toEqual(['expires_at', 'id', 'key', 'last4', 'mode', 'name', 'scopes']);
     expect(key.key).toMatch(/^od_live_[A-Za-z0-9]{43}$/);
     expect(key.last4).toBe(key.key.slice(-4));
     const forever = await json(

@@ -230,6 +230,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '023_sso_domain_verification',
       '025_bounded_sign_in',
       '026_sso_links_consent',
+      '027_sandbox',
     ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
@@ -312,6 +313,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '023_sso_domain_verification',
       '025_bounded_sign_in',
       '026_sso_links_consent',
+      '027_sandbox',
     ]);
     const rows = await db.kysely
       .selectFrom('events')
@@ -413,6 +415,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '023_sso_domain_verification',
       '025_bounded_sign_in',
       '026_sso_links_consent',
+      '027_sandbox',
     ]);
   });
 });

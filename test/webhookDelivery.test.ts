@@ -58,6 +58,7 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
       id: eventId,
       type: 'contact.created',
       created_at: row.created_at,
+      livemode: true,
       // emit() acts as the dashboard user usr_test in request 'test'.
       actor: { type: 'user', id: 'usr_test' },
       request_id: 'test',
@@ -234,6 +235,7 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
     expect(ping.event).toMatchObject({
       object: 'event',
       type: 'ping',
+      livemode: true,
       data: { object: { object: 'webhook_endpoint', id: endpoint.id, url: receiver.url } },
     });
     await expect.poll(async () => (await delivery(delivery_id)).status).toBe('succeeded');

@@ -8,7 +8,10 @@ import { Transport } from './transport.js';
 import { verify } from './webhooks.js';
 
 export interface OrgdataOptions {
-  /** `od_live_…`; default: the ORGDATA_API_KEY environment variable. Sent only in the Authorization header. */
+  /**
+   * `od_live_…` (live data) or `od_test_…` (the organisation's sandbox: test mode); default: the
+   * ORGDATA_API_KEY environment variable. Sent only in the Authorization header.
+   */
   apiKey?: string;
   /**
    * The API's base: an http(s) URL whose path ends in `/api/v1`, e.g. `https://orgdata.example.com/api/v1`
@@ -79,6 +82,11 @@ export class Orgdata {
   readonly groups: Groups;
   readonly files: Files;
   readonly events: Events;
+  /**
+   * false when the key is an `od_test_` key (test mode: every request reaches the organisation's
+   * sandbox, whose events say `livemode: false`), true otherwise.
+   */
+  readonly livemode: boolean;
   readonly #transport: Transport;
 
   constructor(options: OrgdataOptions = {}) {
@@ -89,6 +97,7 @@ export class Orgdata {
     }
     const apiKey = options.apiKey ?? env('ORGDATA_API_KEY');
     if (!apiKey) throw new Error('Orgdata: pass apiKey (or set ORGDATA_API_KEY).');
+    this.livemode = !apiKey.startsWith('od_test_');
     const fromEnv = options.baseUrl === undefined;
     const base = options.baseUrl ?? env('ORGDATA_BASE_URL');
     if (!base) throw new Error(`Orgdata: pass baseUrl, such as ${EXAMPLE_BASE_URL} (or set ORGDATA_BASE_URL).`);

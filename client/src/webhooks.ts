@@ -8,6 +8,8 @@ export interface WebhookPingEvent {
   id: string;
   type: 'ping';
   created_at: string;
+  /** false for an endpoint of the test mode (the organisation's sandbox). */
+  livemode: boolean;
   actor: { type: 'system' };
   request_id: null;
   data: { object: { object: 'webhook_endpoint'; id: string; url: string } };

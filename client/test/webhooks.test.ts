@@ -94,14 +94,14 @@ describe('Orgdata.webhooks.verify', () => {
 describe('a real delivery (server with a webhook endpoint)', () => {
   let server: OrgdataServer;
   let receiver: http.Server;
-  const received: { body: string; headers: http.IncomingHttpHeaders }[] = [];
+  const received: { body: string; headers: http.IncomingHttpHeaders; path?: string }[] = [];
 
   beforeAll(async () => {
     receiver = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        received.push({ body: Buffer.concat(chunks).toString('utf8'), headers: req.headers });
+        received.push({ body: Buffer.concat(chunks).toString('utf8'), headers: req.headers, path: req.url });
         res.writeHead(204).end();
       });
     });
@@ -134,5 +134,47 @@ describe('a real delivery (server with a webhook endpoint)', () => {
     expect(() => Orgdata.webhooks.verify(delivery.body.replace('Hedy', 'Hedx'), delivery.headers, endpoint.secret)).toThrow(
       WebhookVerificationError,
     );
+    expect(event.livemode).toBe(true);
+    expect(orgdata.livemode).toBe(true);
   }, 40_000);
+
+  it('in test mode: an od_test_ key, its sandbox endpoint, and livemode false kept by verify', async () => {
+    const { port } = receiver.address() as AddressInfo;
+    const endpoint = await server.cli<{ secret: string }>([
+      'webhooks',
+      'create',
+      '--org',
+      server.orgId,
+      '--url',
+      `http://127.0.0.1:${port}/test-hook`,
+      '--test',
+    ]);
+    const key = await server.cli<{ key: string; mode: string }>([
+      'keys',
+      'create',
+      '--org',
+      server.orgId,
+      '--admin-email',
+      server.adminEmail,
+      '--name',
+      'test mode',
+      '--scopes',
+      'contacts:write',
+      '--test',
+    ]);
+    expect(key).toMatchObject({ mode: 'test', key: expect.stringMatching(/^od_test_[A-Za-z0-9]{43}$/) });
+    const orgdata = new Orgdata({ apiKey: key.key, baseUrl: server.baseUrl });
+    expect(orgdata.livemode).toBe(false);
+    const before = received.length;
+    const contact = await orgdata.contacts.create({ first_name: 'Grace', email: 'grace@example.com' });
+    await vi.waitFor(() => expect(received.some((r) => r.path === '/test-hook')).toBe(true), { timeout: 20_000, interval: 100 });
+    const delivery = received.find((r) => r.path === '/test-hook')!;
+    const event = Orgdata.webhooks.verify(delivery.body, delivery.headers, endpoint.secret);
+    expect(event).toMatchObject({ type: 'contact.created', livemode: false, data: { object: { id: contact.id } } });
+    expect(await orgdata.events.get(event.id)).toEqual(event);
+    // The live endpoint heard nothing of it, and the live key does not see the contact.
+    expect(received.slice(before).filter((r) => r.path !== '/test-hook')).toEqual([]);
+    const live = new Orgdata({ apiKey: server.apiKey, baseUrl: server.baseUrl });
+    await expect(live.contacts.get(contact.id)).rejects.toMatchObject({ status: 404 });
+  }, 60_000);
 });

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { firstAdminOf } from '../domain/orgs/orgs.js';
-import { eraseContact } from '../domain/contacts/erase.js';
+import { eraseContact, type Erasure } from '../domain/contacts/erase.js';
+import { orgIdsOfBothModes } from '../domain/orgs/sandbox.js';
 import { erasedAnswer } from '../http/erasedAnswer.js';
 import { backup, restore } from './backup.js';
 import { required, type Options } from './operatorError.js';
@@ -13,24 +14,36 @@ export interface CommandResult {
   text: string;
 }
 
-/** `orgdata contacts erase --org ORG_ID --id CONTACT_ID` (issue 19): see domain/contacts/erase.ts. */
+/**
+ * `orgdata contacts erase --org ORG_ID --id CONTACT_ID` (issue 19): see domain/contacts/erase.ts.
+ * Both modes: the contact and its traces are erased from the live data and from the sandbox's
+ * (test mode), whichever holds them; the operator need not know which.
+ */
 export async function eraseCommand(config: Config, values: Options): Promise<CommandResult> {
   const orgId = required(values, 'org');
   const contactId = required(values, 'id');
   const erased = await withDb(config, async (db) => {
     await firstAdminOf(db.kysely, orgId); // not_found for an organisation there is not
-    // The operator acts as the system: its contact.deleted names no member.
-    return eraseContact(
-      {
-        db: db.kysely,
-        orgId,
-        actor: { kind: 'system' },
-        requestId: 'cli',
-        now: new Date(),
-      },
-      contactId,
-      erasedAnswer(config.docsUrl),
-    );
+    const results: Erasure[] = [];
+    for (const modeOrgId of await orgIdsOfBothModes(db.kysely, orgId)) {
+      // The operator acts as the system: its contact.deleted names no member.
+      results.push(
+        await eraseContact(
+          { db: db.kysely, orgId: modeOrgId, actor: { kind: 'system' }, requestId: 'cli', now: new Date() },
+          contactId,
+          erasedAnswer(config.docsUrl),
+        ),
+      );
+    }
+    const sum = (field: 'events_erased' | 'replays_erased' | 'webhook_answers_erased') => results.reduce((n, r) => n + r[field], 0);
+    return {
+      ...results[0]!,
+      deleted: results.some((r) => r.deleted),
+      events_erased: sum('events_erased'),
+      replays_erased: sum('replays_erased'),
+      webhook_answers_erased: sum('webhook_answers_erased'),
+      search_index_merged: results.some((r) => r.search_index_merged),
+    };
   });
   const what = erased.deleted ? 'deleted' : 'already deleted; erased what was kept of';
   return {

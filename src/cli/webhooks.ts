@@ -10,6 +10,8 @@ import {
   type EndpointView,
 } from '../domain/webhooks/endpoints.js';
 import type { WebhookCtx } from '../domain/webhooks/access.js';
+import { NotFoundError } from '../domain/errors.js';
+import { ensureSandbox, findSandbox, requireLiveOrg } from '../domain/orgs/sandbox.js';
 
 /** `orgdata webhooks create|list|delete|enable|disable`: the operator manages an organisation's endpoints. */
 export interface WebhookCommand {
@@ -19,6 +21,8 @@ export interface WebhookCommand {
   url?: string;
   /** Comma-separated event types and patterns. */
   events?: string;
+  /** The endpoints of the organisation's sandbox (test mode): their deliveries carry `livemode: false`. */
+  test?: boolean;
 }
 
 const line = (e: EndpointView) =>
@@ -29,7 +33,17 @@ export async function webhookCommand(
   config: Config,
   command: WebhookCommand,
 ): Promise<{ json: unknown; text: string }> {
-  const ctx: WebhookCtx = { db, orgId: command.orgId, actor: { kind: 'operator' }, now: new Date() };
+  // --org names the live organisation; --test its sandbox (made for a new endpoint if it has none).
+  const now = new Date();
+  await requireLiveOrg(db, command.orgId);
+  let orgId = command.orgId;
+  if (command.test) {
+    const sandbox = command.action === 'create' ? await ensureSandbox(db, orgId, now) : await findSandbox(db, orgId);
+    if (sandbox === null && command.action === 'list') return { json: [], text: 'no webhook endpoints' };
+    if (sandbox === null) throw new NotFoundError(`No webhook endpoint ${command.endpointId ?? ''} in test mode.`);
+    orgId = sandbox;
+  }
+  const ctx: WebhookCtx = { db, orgId, actor: { kind: 'operator' }, now };
   const id = command.endpointId ?? '';
   switch (command.action) {
     case 'create': {

@@ -330,6 +330,7 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 60, 1),
     rateLimitPerSecond: positiveNumber(env, 'RATE_LIMIT_PER_SECOND', 5),
     dailyQuota: int(env, 'DAILY_QUOTA', 10_000, 1),
+    sandboxDailyQuota: int(env, 'SANDBOX_DAILY_QUOTA', 1_000, 1),
     maxJsonBytes: int(env, 'MAX_JSON_BYTES', 1024 * 1024, 1024),
     maxFileBytes,
     uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 1),

@@ -28,6 +28,7 @@ import * as ssoTrust from './migrations/022_sso_trust.js';
 import * as ssoDomainVerification from './migrations/023_sso_domain_verification.js';
 import * as boundedSignIn from './migrations/025_bounded_sign_in.js';
 import * as ssoLinksConsent from './migrations/026_sso_links_consent.js';
+import * as sandbox from './migrations/027_sandbox.js';
 import { isConnectionLost, isStatementTimeout } from './errors.js';
 import { openPostgres, type PoolStats } from './postgres.js';
 import type { Database } from './schema.js';
@@ -238,6 +239,7 @@ export const migrations: Record<string, Migration> = {
   '023_sso_domain_verification': ssoDomainVerification,
   '025_bounded_sign_in': boundedSignIn,
   '026_sso_links_consent': ssoLinksConsent,
+  '027_sandbox': sandbox,
 };
 
 /** Every migration's name, oldest first (the upgrade test builds a database at each). */

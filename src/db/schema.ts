@@ -26,6 +26,8 @@ export interface OrgsTable {
   created_at: string;
   /** Who must have a second factor (migration 021). */
   require_two_factor: Generated<TwoFactorPolicy>;
+  /** On a sandbox (test mode, migration 026): the live organisation it belongs to; null on a live one. */
+  live_org_id: Generated<string | null>;
 }
 
 export type TwoFactorPolicy = 'nobody' | 'admins' | 'everyone';

@@ -28,7 +28,7 @@ export function randomBase62(length: number): string {
 }
 
 export type IdPrefix =
-  'con' | 'lbl' | 'grp' | 'file' | 'key' | 'org' | 'usr' | 'evt' | 'we' | 'msg' | 'att' | 'req' | 'inv' | 'pwr' | 'rc' | 'pk';
+  'con' | 'lbl' | 'grp' | 'file' | 'key' | 'org' | 'sbx' | 'usr' | 'evt' | 'we' | 'msg' | 'att' | 'req' | 'inv' | 'pwr' | 'rc' | 'pk';
 
 const TIME_CHARS = 8; // 62^8 ms ≈ 6,900 years
 const RANDOM_CHARS = 12; // ≈ 71 bits

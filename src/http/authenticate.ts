@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { authenticateKey, describeOrigin, recordKeyUse } from '../domain/apiKeys/apiKeys.js';
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../domain/errors.js';
-import type { RateLimiter, RateLimitSettings } from './rateLimiter.js';
+import { DEFAULT_SANDBOX_DAILY_QUOTA, type RateLimiter, type RateLimitSettings } from './rateLimiter.js';
 import type { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
 import { policyHeader, setRateLimitHeaders } from './rateLimitHeaders.js';
 
@@ -24,10 +24,14 @@ const BEARER = /^Bearer +(\S+) *$/i;
  */
 export function authenticate(deps: AuthDeps) {
   const policy = policyHeader(deps.limits);
+  // A sandbox's daily quota is its own (SANDBOX_DAILY_QUOTA); the burst and rate are the same.
+  const testPolicy = policyHeader(deps.limits, deps.limits.sandboxDailyQuota ?? DEFAULT_SANDBOX_DAILY_QUOTA);
   return async function onRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization;
     if (header === undefined || header === '') {
-      throw new UnauthorizedError('Send your API key in the Authorization header: "Authorization: Bearer od_live_…".');
+      throw new UnauthorizedError(
+        'Send your API key in the Authorization header: "Authorization: Bearer od_live_…" (or od_test_… in test mode).',
+      );
     }
     const match = BEARER.exec(header);
     if (!match?.[1]) throw new UnauthorizedError('The Authorization header must be "Bearer" followed by your API key.');
@@ -37,7 +41,7 @@ export function authenticate(deps: AuthDeps) {
     request.apiKey = key;
 
     const decision = await deps.rateLimiter.take(key.id, key.orgId, now);
-    setRateLimitHeaders(reply, policy, decision);
+    setRateLimitHeaders(reply, key.livemode ? policy : testPolicy, decision);
     if (decision.refusal === 'rate_limited') {
       throw new RateLimitedError(
         'rate_limited',

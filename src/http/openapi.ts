@@ -110,7 +110,8 @@ export function openApiCollector(app: FastifyInstance, { publicUrl, maxFileBytes
         title: 'orgdata API',
         version: '1.0.0',
         description:
-          "An organisation's contacts, labels, groups and files. Authenticate with `Authorization: Bearer od_live_…`. " +
+          "An organisation's contacts, labels, groups and files. Authenticate with `Authorization: Bearer od_live_…` " +
+          "(or `od_test_…` for test mode: the same API on the organisation's sandbox, whose events say `livemode: false`). " +
           'Lists are cursor-paginated (`limit` 1–100, `cursor` from `next_cursor`). Unknown query parameters and body fields are refused (400). ' +
           'Bodies are JSON in valid UTF-8 with no key repeated in one object; query integers are plain decimal digits; a GET carries no body; HEAD is not served (405). ' +
           'Every POST accepts an Idempotency-Key (one header). Errors are RFC 9457 problem documents, also for requests the HTTP parser refuses (400, 408, 414, 431); ' +

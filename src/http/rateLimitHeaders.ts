@@ -5,9 +5,9 @@ import type { RateLimitDecision, RateLimitSettings } from './rateLimiter.js';
  * The IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers) for the key's bucket, and the
  * X-RateLimit-* trio for the organisation's daily quota, set on every authenticated response.
  */
-export function policyHeader(settings: RateLimitSettings): string {
+export function policyHeader(settings: RateLimitSettings, dailyQuota = settings.dailyQuota): string {
   const window = Math.ceil(settings.burst / settings.perSecond);
-  return `"default";q=${settings.burst};w=${window}, "daily";q=${settings.dailyQuota};w=86400`;
+  return `"default";q=${settings.burst};w=${window}, "daily";q=${dailyQuota};w=86400`;
 }
 
 export function setRateLimitHeaders(reply: FastifyReply, policy: string, decision: RateLimitDecision): void {

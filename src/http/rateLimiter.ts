@@ -12,7 +12,11 @@ export interface RateLimitSettings {
   burst: number;
   perSecond: number;
   dailyQuota: number;
+  /** A sandbox's daily quota (test mode): default 1,000. The burst and rate are the same in both modes. */
+  sandboxDailyQuota?: number;
 }
+
+export const DEFAULT_SANDBOX_DAILY_QUOTA = 1_000;
 
 export interface RateLimitDecision {
   /** null when the request may go on. */

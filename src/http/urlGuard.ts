@@ -1,4 +1,4 @@
-import { KEY_PREFIX } from '../domain/apiKeys/format.js';
+import { mentionsKey } from '../domain/apiKeys/format.js';
 import { BadRequestError, UnauthorizedError } from '../domain/errors.js';
 
 /** The URL as a server would read it: percent-decoded, or as sent when it does not decode. */
@@ -16,7 +16,7 @@ function decoded(url: string): string {
  */
 export function guardUrl(url: string): void {
   const plain = decoded(url);
-  if (url.includes(KEY_PREFIX) || plain.includes(KEY_PREFIX)) {
+  if (mentionsKey(url) || mentionsKey(plain)) {
     throw new UnauthorizedError(
       'API keys must be sent in the Authorization header, never in a URL. Treat this key as exposed and revoke it.',
     );

@@ -24,7 +24,12 @@ import { DependencyHealth } from './health.js';
  * is unreachable each instance counts alone, see RedisRateLimiter), else in memory.
  */
 export async function openRateLimiter(config: Config, health = new DependencyHealth()): Promise<RateLimiter> {
-  const settings: RateLimitSettings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
+  const settings: RateLimitSettings = {
+    burst: config.rateLimitBurst,
+    perSecond: config.rateLimitPerSecond,
+    dailyQuota: config.dailyQuota,
+    sandboxDailyQuota: config.sandboxDailyQuota,
+  };
   if (!config.redisUrl) return new MemoryRateLimiter(settings);
   const { RedisRateLimiter } = await import('./rateLimit/redisRateLimiter.js');
   return RedisRateLimiter.connect(config.redisUrl, settings, { health });

@@ -1,5 +1,5 @@
 import { stdSerializers, type SerializedError } from 'pino';
-import { KEY_IN_TEXT, KEY_PREFIX } from '../domain/apiKeys/format.js';
+import { KEY_IN_TEXT, mentionsKey } from '../domain/apiKeys/format.js';
 
 /**
  * What the server's own log (pino, one JSON line per request at LOG_LEVEL=info) may say about a
@@ -36,8 +36,8 @@ function decoded(text: string): string {
 /** Keys never reach a log, even when a client puts one in a URL, encoded or not. */
 function withoutKeys(text: string): string {
   const plain = decoded(text);
-  const source = plain !== text && plain.includes(KEY_PREFIX) ? plain : text;
-  return source.replace(KEY_IN_TEXT, `${KEY_PREFIX}[REDACTED]`);
+  const source = plain !== text && mentionsKey(plain) ? plain : text;
+  return source.replace(KEY_IN_TEXT, (key) => `${key.slice(0, 'od_live_'.length)}[REDACTED]`);
 }
 
 /**

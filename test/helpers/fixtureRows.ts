@@ -39,6 +39,8 @@ export interface Seed {
   eventActors: Record<string, { actor: unknown; request_id: string | null }>;
   apiKey: string | null;
   revokedApiKey: string | null;
+  /** An `od_test_` key of the organisation's sandbox (migration 026), with the sandbox's id and its one contact. */
+  testApiKey: { key: string; orgId: string; contactId: string } | null;
   sessionToken: string | null;
   idempotency: { key: string; fingerprint: string; body: string } | null;
   endpoint: { id: string; attempts: number; pending: number } | null;
@@ -78,6 +80,7 @@ export function newFixture(db: OldDb, applied: readonly string[]): Fixture {
       eventActors: {},
       apiKey: null,
       revokedApiKey: null,
+      testApiKey: null,
       sessionToken: null,
       idempotency: null,
       endpoint: null,

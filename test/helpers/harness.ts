@@ -100,7 +100,7 @@ export interface Org {
   adminId: string;
   adminEmail: string;
   /** Makes an API key with these scopes, created by the org's admin. */
-  key(scopes: string[], options?: { expiresInDays?: number | null; userId?: string }): Promise<string>;
+  key(scopes: string[], options?: { expiresInDays?: number | null; userId?: string; mode?: 'live' | 'test' }): Promise<string>;
   /** A context for calling domain functions directly as the org's admin, signed in. */
   adminCtx(): Ctx;
 }
@@ -133,6 +133,7 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     RATE_LIMIT_BURST: '100000',
     RATE_LIMIT_PER_SECOND: '100000',
     DAILY_QUOTA: '1000000',
+    SANDBOX_DAILY_QUOTA: '1000000',
     PUBLIC_URL: 'http://orgdata.test',
     ...options.env,
   });
@@ -141,7 +142,12 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
     ? await freshDatabase(dialect, options.shareDbWith.db.schema ? { schema: options.shareDbWith.db.schema } : undefined, pool)
     : await freshDatabase(dialect, undefined, pool);
   if (options.shareDbWith && dialect === 'sqlite') throw new Error('two instances need PostgreSQL');
-  const settings = { burst: config.rateLimitBurst, perSecond: config.rateLimitPerSecond, dailyQuota: config.dailyQuota };
+  const settings = {
+    burst: config.rateLimitBurst,
+    perSecond: config.rateLimitPerSecond,
+    dailyQuota: config.dailyQuota,
+    sandboxDailyQuota: config.sandboxDailyQuota,
+  };
   const redisPrefix = options.redis
     ? (options.redisPrefix ?? options.shareDbWith?.redisPrefix ?? `orgdata-test:${randomBase62(8)}:`)
     : null;
@@ -183,7 +189,7 @@ export async function makeHarness(dialect: Dialect, options: HarnessOptions = {}
           const created = await createApiKey(
             { db: db.kysely, orgId: org.id, userId: keyOptions.userId ?? user.id, now: new Date() },
             config.secretKey,
-            { name: 'test key', scopes, expiresInDays: keyOptions.expiresInDays },
+            { name: 'test key', scopes, expiresInDays: keyOptions.expiresInDays, mode: keyOptions.mode },
           );
           return created.key;
         },

@@ -484,4 +484,39 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
   async '025_bounded_sign_in'() {},
   // Judges what is stored (legacySsoAccounts, written by the 021 fixture); no table or column of its own.
   async '026_sso_links_consent'() {},
+  // The organisation's sandbox (test mode) with an od_test_ key and a contact of its own: the
+  // upgrade keeps it apart (the live lists do not show its contact; its key reaches only it).
+  async '027_sandbox'(f) {
+    const at = f.at();
+    const sandboxId = newId('sbx');
+    await f.db
+      .insertInto('orgs')
+      .values({ id: sandboxId, name: 'Analytical Engines (test mode)', created_at: at, live_org_id: f.seed.orgId })
+      .execute();
+    const plain = generateKey(SECRET, 'test');
+    await f.db
+      .insertInto('api_keys')
+      .values({
+        id: newId('key'),
+        org_id: sandboxId,
+        name: 'test key',
+        key_hash: hashKey(SECRET, plain),
+        last4: plain.slice(-4),
+        scopes: 'contacts:write',
+        created_by: f.seed.adminId,
+        created_at: at,
+        expires_at: '2099-01-01T00:00:00.000Z',
+        revoked_at: null,
+        revoked_reason: null,
+      })
+      .execute();
+    const contact = await insertContact(f, {
+      orgId: sandboxId,
+      first_name: 'Test',
+      last_name: 'Mode',
+      storedEmail: 'ada@example.com',
+      email: 'ada@example.com',
+    });
+    f.seed.testApiKey = { key: plain, orgId: sandboxId, contactId: contact.id };
+  },
 };

@@ -99,6 +99,12 @@ export async function checkUpgraded(db: Db, seed: Seed): Promise<void> {
   // replays, the secret's fingerprint.
   if (seed.apiKey) expect(await authenticateKey(db.kysely, SECRET, seed.apiKey, new Date())).toMatchObject({ orgId: seed.orgId });
   if (seed.revokedApiKey) await expect(authenticateKey(db.kysely, SECRET, seed.revokedApiKey, new Date())).rejects.toThrow(/revoked/);
+  if (seed.testApiKey) {
+    const { key, orgId, contactId } = seed.testApiKey;
+    expect(await authenticateKey(db.kysely, SECRET, key, new Date())).toMatchObject({ orgId, livemode: false });
+    const sandboxCtx = { ...ctx, orgId };
+    expect(ids((await listContacts(sandboxCtx, { limit: 100, after: null })).items)).toEqual([contactId]);
+  }
   if (seed.sessionToken)
     expect(await findSession(db.kysely, seed.sessionToken, new Date())).toMatchObject({ userId: seed.adminId, orgId: seed.orgId });
   if (seed.endpoint) {

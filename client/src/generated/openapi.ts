@@ -681,6 +681,7 @@ export interface components {
          *       "id": "evt_0QfK2mN8xV3bR6tY1aB4",
          *       "type": "contact.updated",
          *       "created_at": "2026-11-23T12:00:00.123Z",
+         *       "livemode": true,
          *       "actor": {
          *         "type": "api_key",
          *         "id": "key_7Hq2ZkP9mN4xV1bR3tY6"
@@ -725,6 +726,11 @@ export interface components {
              * @example 2026-11-20T12:34:56.789Z
              */
             created_at: string;
+            /**
+             * @description false for an event of the test mode (a request made with an `od_test_` key, in the organisation's sandbox), true for live data. Webhook payloads carry it too.
+             * @example true
+             */
+            livemode: boolean;
             actor: components["schemas"]["EventActor"];
             /**
              * @description The `request_id` of the request that made the change (its `Request-Id` header and every error body carry it): the API call, the dashboard form, or for `file.uploaded` the upload. Null for system work and for events recorded before migration `016_event_actors`.
@@ -4974,6 +4980,7 @@ export interface operations {
                      *           "id": "evt_0VbbIYMQg7Ku1VnB4cZe",
                      *           "type": "contact.updated",
                      *           "created_at": "2026-11-21T10:02:44.310Z",
+                     *           "livemode": true,
                      *           "actor": {
                      *             "type": "api_key",
                      *             "id": "key_0VbUb2Hn6RcT8mWq4YxJ"
@@ -5111,6 +5118,7 @@ export interface operations {
                      *       "id": "evt_0VbbIYMQg7Ku1VnB4cZe",
                      *       "type": "contact.updated",
                      *       "created_at": "2026-11-21T10:02:44.310Z",
+                     *       "livemode": true,
                      *       "actor": {
                      *         "type": "api_key",
                      *         "id": "key_0VbUb2Hn6RcT8mWq4YxJ"

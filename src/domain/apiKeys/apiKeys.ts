@@ -1,12 +1,14 @@
 import type { Kysely, Selectable } from 'kysely';
-import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { ApiKeysTable, Database } from '../../db/schema.js';
-import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
+import { ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
-import { expandScopes, isScope, SCOPES, type Scope } from '../scopes.js';
-import { generateKey, hashKey, isWellFormedKey } from './format.js';
+import { isScope, SCOPES, type Scope } from '../scopes.js';
+import { ensureSandbox, findSandbox, modeOf, type Mode } from '../orgs/sandbox.js';
+import { generateKey, hashKey } from './format.js';
 import type { AuthenticatedKey } from './authenticatedKey.js';
-import { keysRevoked, type CachedKey, type VerifiedKeyCache } from './keyCache.js';
+import { keysRevoked } from './keyCache.js';
+
+export { authenticateKey } from './verify.js';
 
 export const DEFAULT_EXPIRY_DAYS = 90;
 const DAY_MS = 86_400_000;
@@ -25,12 +27,15 @@ export interface ApiKeyView {
   revoked_reason: string | null;
   last_used_at: string | null;
   last_used_origin: string | null;
+  /** test: an `od_test_` key of the organisation's sandbox (SANDBOX.md); live: an `od_live_` key. */
+  mode: Mode;
 }
 
 export function toApiKeyView(row: Selectable<ApiKeysTable>): ApiKeyView {
   return {
     object: 'api_key',
     id: row.id,
+    mode: modeOf(row.org_id),
     name: row.name,
     last4: row.last4,
     scopes: row.scopes.split(' ').filter(isScope),
@@ -44,7 +49,10 @@ export function toApiKeyView(row: Selectable<ApiKeysTable>): ApiKeyView {
   };
 }
 
-/** Who manages keys: always a person who is an admin of the organisation right now. */
+/**
+ * Who manages keys: always a person who is an admin of the organisation right now. `orgId` is the
+ * live organisation (where people are members); the keys of its sandbox are managed through it.
+ */
 export interface KeyAdmin {
   db: Kysely<Database>;
   orgId: string;
@@ -70,6 +78,8 @@ export interface CreateApiKeyInput {
   scopes: string[];
   /** Days until expiry; null means the key never expires. Default 90. */
   expiresInDays?: number | null;
+  /** test: an `od_test_` key of the sandbox (made now if there is none yet). Default live. */
+  mode?: Mode;
 }
 
 export async function createApiKey(admin: KeyAdmin, secret: string, input: CreateApiKeyInput): Promise<ApiKeyView & { key: string }> {
@@ -90,11 +100,13 @@ export async function createApiKey(admin: KeyAdmin, secret: string, input: Creat
   }
   if (errors.length > 0) throw new ValidationError(errors);
 
-  const key = generateKey(secret);
+  const mode = input.mode ?? 'live';
+  const orgId = mode === 'test' ? await ensureSandbox(admin.db, admin.orgId, admin.now) : admin.orgId;
+  const key = generateKey(secret, mode);
   const scopes = [...new Set(input.scopes.filter(isScope))];
   const row = {
     id: newId('key'),
-    org_id: admin.orgId,
+    org_id: orgId,
     name,
     key_hash: hashKey(secret, key),
     last4: key.slice(-4),
@@ -111,12 +123,22 @@ export async function createApiKey(admin: KeyAdmin, secret: string, input: Creat
   return { ...toApiKeyView(row), key };
 }
 
-export async function listApiKeys(admin: KeyAdmin): Promise<ApiKeyView[]> {
+/** The org ids whose keys an admin of `admin.orgId` sees in `mode` (`both`: the operator's list). */
+async function keyOrgIds(admin: KeyAdmin, mode: Mode | 'both'): Promise<string[]> {
+  if (mode === 'live') return [admin.orgId];
+  const sandbox = await findSandbox(admin.db, admin.orgId);
+  if (mode === 'test') return sandbox ? [sandbox] : [];
+  return sandbox ? [admin.orgId, sandbox] : [admin.orgId];
+}
+
+export async function listApiKeys(admin: KeyAdmin, mode: Mode | 'both' = 'live'): Promise<ApiKeyView[]> {
   await requireAdmin(admin);
+  const orgIds = await keyOrgIds(admin, mode);
+  if (orgIds.length === 0) return [];
   const rows = await admin.db
     .selectFrom('api_keys')
     .selectAll()
-    .where('org_id', '=', admin.orgId)
+    .where('org_id', 'in', orgIds)
     .orderBy('created_at')
     .orderBy('id')
     .execute();
@@ -129,18 +151,27 @@ export async function keyCreatorEmails(admin: KeyAdmin): Promise<Map<string, str
   const rows = await admin.db
     .selectFrom('users')
     .select(['id', 'email'])
-    .where('id', 'in', (eb) => eb.selectFrom('api_keys').select('created_by').where('org_id', '=', admin.orgId))
+    .where('id', 'in', (eb) => eb.selectFrom('api_keys').select('created_by').where('org_id', 'in', keyOrgs(admin.db, admin.orgId)))
     .execute();
   return new Map(rows.map((r) => [r.id, r.email]));
 }
 
+/** The organisation and its sandbox, as a subquery: the keys an admin of `orgId` manages. */
+function keyOrgs(db: Kysely<Database>, orgId: string) {
+  return db
+    .selectFrom('orgs')
+    .select('orgs.id')
+    .where((w) => w.or([w('orgs.id', '=', orgId), w('orgs.live_org_id', '=', orgId)]));
+}
+
+/** Revokes a key of the organisation, of either mode. */
 export async function revokeApiKey(admin: KeyAdmin, keyId: string): Promise<ApiKeyView> {
   await requireAdmin(admin);
   await admin.db
     .updateTable('api_keys')
     .set({ revoked_at: nowIso(admin.now), revoked_reason: 'revoked' })
     .where('id', '=', keyId)
-    .where('org_id', '=', admin.orgId)
+    .where('org_id', 'in', keyOrgs(admin.db, admin.orgId))
     .where('revoked_at', 'is', null)
     .execute();
   await keysRevoked();
@@ -148,14 +179,15 @@ export async function revokeApiKey(admin: KeyAdmin, keyId: string): Promise<ApiK
     .selectFrom('api_keys')
     .selectAll()
     .where('id', '=', keyId)
-    .where('org_id', '=', admin.orgId)
+    .where('org_id', 'in', keyOrgs(admin.db, admin.orgId))
     .executeTakeFirst();
   if (!row) throw new NotFoundError(`No API key ${keyId} in this organisation.`);
   return toApiKeyView(row);
 }
 
 /**
- * Revokes every live key a user created in an organisation; called in the same transaction that
+ * Revokes every active key a user created in an organisation (its sandbox's included: a test key
+ * never outlives its creator's admin rights either); called in the same transaction that
  * demotes, removes or deactivates them, so no request can slip through afterwards. The caller
  * calls `keysRevoked()` once that transaction has committed.
  */
@@ -171,72 +203,9 @@ export async function revokeKeysCreatedBy(
     .set({ revoked_at: nowIso(now), revoked_reason: reason })
     .where('created_by', '=', userId)
     .where('revoked_at', 'is', null);
-  if (orgId !== null) query = query.where('org_id', '=', orgId);
+  if (orgId !== null) query = query.where('org_id', 'in', keyOrgs(db, orgId));
   const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows);
-}
-
-/** The key with this hash, its creator's role and whether they are active: run on every API request. */
-const keyByHash = new PreparedQuery((db, slot) =>
-  db
-    .selectFrom('api_keys')
-    .leftJoin('memberships', (join) =>
-      join.onRef('memberships.org_id', '=', 'api_keys.org_id').onRef('memberships.user_id', '=', 'api_keys.created_by'),
-    )
-    .leftJoin('users', 'users.id', 'api_keys.created_by')
-    .select([
-      'api_keys.id',
-      'api_keys.org_id',
-      'api_keys.scopes',
-      'api_keys.expires_at',
-      'api_keys.revoked_at',
-      'api_keys.last_used_at',
-      'memberships.role',
-      'users.deactivated_at',
-    ])
-    .where('api_keys.key_hash', '=', slot<string>(0)),
-);
-
-/** Resolves a presented key, or throws 401-worthy errors that never say which check failed. */
-export async function authenticateKey(
-  db: Kysely<Database>,
-  secret: string,
-  presented: string,
-  now: Date,
-  cache?: VerifiedKeyCache,
-): Promise<AuthenticatedKey> {
-  // The cache is keyed by the key as presented (exact match): a key verified before costs neither
-  // HMAC (checksum, hash) again — together 2.5 % of a get-by-id's CPU in `npm run bench:profile`.
-  // The process already holds the key in each request's headers; the cache holds it only while valid.
-  const cached = cache?.lookup(presented);
-  if (cached) {
-    if (cached.expiresAt !== null && cached.expiresAt <= nowIso(now)) throw new UnauthorizedError('The API key has expired.');
-    return cached;
-  }
-  if (!isWellFormedKey(secret, presented)) throw new UnauthorizedError('The API key is malformed.');
-  const hash = hashKey(secret, presented);
-  const generation = cache?.generation ?? 0;
-  // One indexed read, which also checks that the key's creator is still an admin of the
-  // organisation and active: a key never outlives its creator's admin rights, even if a
-  // demotion raced the key's creation.
-  const [row] = await keyByHash.execute(db, [hash]);
-  if (!row) throw new UnauthorizedError('The API key is not valid.');
-  if (row.revoked_at !== null) throw new UnauthorizedError('The API key has been revoked.');
-  if (row.expires_at !== null && row.expires_at <= nowIso(now)) {
-    throw new UnauthorizedError('The API key has expired.');
-  }
-  if (row.role !== 'admin' || row.deactivated_at !== null) {
-    throw new UnauthorizedError('The API key has been revoked: the admin who created it no longer has admin access.');
-  }
-  const key: CachedKey = {
-    id: row.id,
-    orgId: row.org_id,
-    scopes: expandScopes(row.scopes.split(' ').filter(isScope)),
-    lastUsedAt: row.last_used_at,
-    expiresAt: row.expires_at,
-  };
-  cache?.store(presented, key, generation);
-  return key;
 }
 
 export const LAST_USED_INTERVAL_MS = 60_000;

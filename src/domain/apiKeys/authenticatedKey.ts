@@ -7,7 +7,10 @@ import type { Scope } from '../scopes.js';
  */
 export interface AuthenticatedKey {
   id: string;
+  /** The key's organisation: a sandbox's id (`sbx_…`) for an `od_test_` key. */
   orgId: string;
+  /** false for an `od_test_` key (test mode, SANDBOX.md). */
+  livemode: boolean;
   scopes: Set<Scope>;
   lastUsedAt: string | null;
 }

@@ -47,6 +47,8 @@ export const MEMBER_EVENT_TYPES = [
   // One of its SSO domains proven (data.domain; data.method: dns | operator), migration 023.
   'security.sso_domain_verified',
   'security.two_factor_policy_changed',
+  // The sandbox's test data deleted (SANDBOX.md): data holds how many of each went.
+  'security.sandbox_reset',
 ] as const;
 
 export type MemberEventType = (typeof MEMBER_EVENT_TYPES)[number];

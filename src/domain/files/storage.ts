@@ -1,10 +1,17 @@
 import { BlobStoreUnavailableError } from './blobStore.js';
 import { UnavailableError } from '../errors.js';
+import { isSandboxOrgId } from '../orgs/sandbox.js';
 
-/** Where the bytes of a file live in the blob store. */
+/**
+ * Where the bytes of a file live in the blob store: `{org_id}/{file_id}`, and a sandbox's (test
+ * mode) under a prefix of their own, `test/{org_id}/{file_id}`, so that an operator can tell them
+ * apart (a bucket rule that expires test files, a listing of the live ones).
+ */
 export function blobKey(orgId: string, fileId: string): string {
-  return `${orgId}/${fileId}`;
+  return isSandboxOrgId(orgId) ? `${TEST_BLOB_PREFIX}${orgId}/${fileId}` : `${orgId}/${fileId}`;
 }
+
+export const TEST_BLOB_PREFIX = 'test/';
 
 /**
  * How long an upload's claim to copy its bytes into place holds (domain/files/transfer.ts): well

@@ -15,7 +15,7 @@ export interface OrgSummary {
   admins: number;
 }
 
-/** Every organisation, oldest first: how an operator finds an organisation's id. */
+/** Every organisation, oldest first: how an operator finds an organisation's id (sandboxes are part of theirs, not listed). */
 export async function listOrgs(db: Kysely<Database>): Promise<OrgSummary[]> {
   const rows = await db
     .selectFrom('orgs')
@@ -33,6 +33,7 @@ export async function listOrgs(db: Kysely<Database>): Promise<OrgSummary[]> {
         .where('memberships.role', '=', 'admin')
         .as('admins'),
     ])
+    .where('orgs.live_org_id', 'is', null)
     .orderBy('orgs.created_at')
     .orderBy('orgs.id')
     .execute();

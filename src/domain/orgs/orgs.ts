@@ -89,7 +89,8 @@ export async function createOrg(
 }
 
 async function requireOrg(db: Kysely<Database>, orgId: string): Promise<void> {
-  const org = await db.selectFrom('orgs').select('id').where('id', '=', orgId).executeTakeFirst();
+  // A sandbox (test mode) has no members of its own: its people are the live organisation's.
+  const org = await db.selectFrom('orgs').select('id').where('id', '=', orgId).where('live_org_id', 'is', null).executeTakeFirst();
   if (!org) throw new NotFoundError(`No organisation ${orgId}.`);
 }
 

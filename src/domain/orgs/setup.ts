@@ -16,7 +16,8 @@ const NAME = 'setup_token';
 const PURPOSE = 'setup link';
 
 async function anyOrganisation(db: Kysely<Database>): Promise<boolean> {
-  return (await db.selectFrom('orgs').select('id').limit(1).executeTakeFirst()) !== undefined;
+  // A sandbox (test mode) is part of its organisation, not one of its own.
+  return (await db.selectFrom('orgs').select('id').where('live_org_id', 'is', null).limit(1).executeTakeFirst()) !== undefined;
 }
 
 function sameToken(secretKey: string, sealed: string, given: string): boolean {

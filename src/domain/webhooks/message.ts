@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
+import { livemodeOf } from '../orgs/sandbox.js';
 
 /**
  * What a delivery sends: the event JSON as GET /events/{id} shows it, signed the Standard Webhooks
@@ -21,6 +22,8 @@ export const USER_AGENT = `orgdata-webhooks/${packageVersion()}`;
 /** An event row as eventBody reads it. */
 export interface StoredEvent {
   id: string;
+  /** Its organisation: a sandbox's (`sbx_…`) makes it `livemode: false`. */
+  org_id: string;
   type: string;
   created_at: string;
   data: string;
@@ -30,7 +33,7 @@ export interface StoredEvent {
 }
 
 /** The columns eventBody needs. */
-export const EVENT_BODY_COLUMNS = ['id', 'type', 'created_at', 'data', 'actor_type', 'actor_id', 'request_id'] as const;
+export const EVENT_BODY_COLUMNS = ['id', 'org_id', 'type', 'created_at', 'data', 'actor_type', 'actor_id', 'request_id'] as const;
 
 /** `{"type":"api_key","id":…}`, `{"type":"user","id":…}`, `{"type":"system"}`, or null when not known. */
 function actorJson(event: StoredEvent): string {
@@ -40,11 +43,12 @@ function actorJson(event: StoredEvent): string {
 }
 
 /**
- * The body of an event's delivery: `{object, id, type, created_at, actor, request_id, data}`, built
- * from the stored row without parsing `data` (it is stored as the JSON it is sent as).
+ * The body of an event's delivery: `{object, id, type, created_at, livemode, actor, request_id,
+ * data}`, built from the stored row without parsing `data` (it is stored as the JSON it is sent
+ * as). `livemode` is false for a sandbox's event (test mode), read from its org_id.
  */
 export function eventBody(event: StoredEvent): string {
-  return `{"object":"event","id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"created_at":${JSON.stringify(event.created_at)},"actor":${actorJson(event)},"request_id":${JSON.stringify(event.request_id)},"data":${event.data}}`;
+  return `{"object":"event","id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"created_at":${JSON.stringify(event.created_at)},"livemode":${livemodeOf(event.org_id)},"actor":${actorJson(event)},"request_id":${JSON.stringify(event.request_id)},"data":${event.data}}`;
 }
 
 /**
@@ -52,12 +56,13 @@ export function eventBody(event: StoredEvent): string {
  * organisation's data, so it is not stored and GET /events does not list it; its id is derived
  * from the delivery's, the same on every attempt.
  */
-export function pingBody(delivery: { id: string; created_at: string }, endpoint: { id: string; url: string }): string {
+export function pingBody(delivery: { id: string; org_id: string; created_at: string }, endpoint: { id: string; url: string }): string {
   return JSON.stringify({
     object: 'event',
     id: `evt_${delivery.id.slice('msg_'.length)}`,
     type: 'ping',
     created_at: delivery.created_at,
+    livemode: livemodeOf(delivery.org_id),
     actor: { type: 'system' },
     request_id: null,
     data: { object: { object: 'webhook_endpoint', id: endpoint.id, url: endpoint.url } },

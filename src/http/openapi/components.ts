@@ -25,9 +25,11 @@ export function components(publicUrl: string, usedCodes: Set<ErrorCode>, paths: 
       apiKey: {
         type: 'http',
         scheme: 'bearer',
-        bearerFormat: 'od_live_ followed by 43 letters and digits',
+        bearerFormat: 'od_live_ or od_test_ followed by 43 letters and digits',
         description:
           'An API key made by an organisation admin (dashboard: Settings → Developer), sent as `Authorization: Bearer od_live_…`. ' +
+          "An `od_live_` key reaches the organisation's live data only; an `od_test_` key (test mode) reaches its sandbox only, " +
+          'with the same paths, schemas, errors and limits (its own daily quota, `SANDBOX_DAILY_QUOTA`): an id, cursor or Idempotency-Key of one mode means nothing in the other (404, 400, a new request). ' +
           'Each operation lists the scope it needs; a write scope includes the matching read scope. Never put a key in a URL.',
       },
     },

@@ -172,6 +172,7 @@ export function exampleTable(publicUrl: string): Record<string, unknown> {
       id: EXAMPLE_IDS.event,
       type: 'contact.updated',
       created_at: UPDATED,
+      livemode: true,
       actor: { type: 'api_key', id: EXAMPLE_IDS.apiKey },
       request_id: EXAMPLE_IDS.request,
       data: { object: contact, previous_attributes: { notes: null } },

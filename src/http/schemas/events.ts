@@ -48,6 +48,11 @@ export const Event = named(
       id: Type.String({ examples: ['evt_0QfK2mN8xV3bR6tY1aB4'] }),
       type: Type.String({ enum: [...EVENT_TYPES], description: 'What happened; `data.object` is the resource it happened to.' }),
       created_at: Timestamp,
+      livemode: Type.Boolean({
+        description:
+          "false for an event of the test mode (a request made with an `od_test_` key, in the organisation's sandbox), true for live data. Webhook payloads carry it too.",
+        examples: [true],
+      }),
       actor: EventActor,
       request_id: Type.Union([Type.String(), Type.Null()], {
         description:
@@ -84,6 +89,7 @@ export const Event = named(
           id: 'evt_0QfK2mN8xV3bR6tY1aB4',
           type: 'contact.updated',
           created_at: '2026-11-23T12:00:00.123Z',
+          livemode: true,
           actor: { type: 'api_key', id: 'key_7Hq2ZkP9mN4xV1bR3tY6' },
           request_id: 'req_9fK2mN8xV3bR6tY1aB4Q',
           data: {

@@ -1,5 +1,5 @@
 import type { RateLimitDecision, RateLimiter, RateLimitSettings } from '../../http/rateLimiter.js';
-import { decide, utcDay } from './tokenBucket.js';
+import { dailyQuotaOf, decide, utcDay } from './tokenBucket.js';
 
 /** For a single process (the embedded default). State lives in memory and resets on restart. */
 export class MemoryRateLimiter implements RateLimiter {
@@ -39,7 +39,7 @@ export class MemoryRateLimiter implements RateLimiter {
     const quotaKey = `${day}|${orgId}`;
     let used = this.quotas.get(quotaKey) ?? 0;
     if (allowed) this.quotas.set(quotaKey, ++used);
-    return Promise.resolve(decide(this.settings, now, { tokens, allowed }, used));
+    return Promise.resolve(decide(this.settings, now, { tokens, allowed }, used, dailyQuotaOf(this.settings, orgId)));
   }
 
   close(): Promise<void> {

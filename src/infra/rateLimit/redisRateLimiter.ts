@@ -2,7 +2,7 @@ import { DependencyHealth } from '../health.js';
 import { closeRedisClient, openRedisClient, runScript, startupCheck, type RedisClient } from '../redis/connection.js';
 import { MemoryRateLimiter } from './memoryRateLimiter.js';
 import type { RateLimitDecision, RateLimiter, RateLimitSettings } from '../../http/rateLimiter.js';
-import { decide, utcDay } from './tokenBucket.js';
+import { dailyQuotaOf, decide, utcDay } from './tokenBucket.js';
 
 // One atomic step for both limits, so two server instances can never both take the last token or
 // the last request of the day. Time comes from Redis itself, so instances' clocks may disagree.
@@ -88,7 +88,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     this.health.recovered('redis', LOCAL_COUNTING);
     const [allowed, tokens, used] = reply as [number, string, number];
-    return decide(this.settings, now, { tokens: Number(tokens), allowed: allowed === 1 }, Number(used));
+    return decide(this.settings, now, { tokens: Number(tokens), allowed: allowed === 1 }, Number(used), dailyQuotaOf(this.settings, orgId));
   }
 
   async close(): Promise<void> {

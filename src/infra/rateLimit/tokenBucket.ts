@@ -1,4 +1,10 @@
 import type { RateLimitDecision, RateLimitSettings } from '../../http/rateLimiter.js';
+import { isSandboxOrgId } from '../../domain/orgs/sandbox.js';
+
+/** The daily quota of an organisation: a sandbox (`sbx_…`, test mode) has its own (default 1,000). */
+export function dailyQuotaOf(settings: RateLimitSettings, orgId: string): number {
+  return isSandboxOrgId(orgId) ? (settings.sandboxDailyQuota ?? 1_000) : settings.dailyQuota;
+}
 
 /** The token bucket's and the daily quota's arithmetic, shared by the memory and Redis rate limiters. */
 export function nextMidnightUtc(now: Date): Date {
@@ -15,20 +21,22 @@ export function decide(
   now: Date,
   bucket: { tokens: number; allowed: boolean },
   used: number,
+  /** The organisation's daily quota (dailyQuotaOf). */
+  dailyQuota: number = settings.dailyQuota,
 ): RateLimitDecision {
   const resetsAt = nextMidnightUtc(now);
   const secondsToMidnight = Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000));
   const quota = {
-    limit: settings.dailyQuota,
-    used: Math.min(used, settings.dailyQuota),
-    remaining: Math.max(0, settings.dailyQuota - used),
+    limit: dailyQuota,
+    used: Math.min(used, dailyQuota),
+    remaining: Math.max(0, dailyQuota - used),
     resetsAt: Math.floor(resetsAt.getTime() / 1000),
   };
   const secondsToFull = Math.ceil((settings.burst - bucket.tokens) / settings.perSecond);
   const tokens = Math.floor(bucket.tokens);
   // With the day's quota used up, the wait is until midnight whatever the bucket holds: saying
   // "retry in 1 s" would only earn the client a quota_exceeded a second later.
-  const quotaUsedUp = bucket.allowed ? used > settings.dailyQuota : used >= settings.dailyQuota;
+  const quotaUsedUp = bucket.allowed ? used > dailyQuota : used >= dailyQuota;
   if (quotaUsedUp) {
     return { refusal: 'quota_exceeded', tokens, secondsToFull, retryAfterSeconds: secondsToMidnight, quota };
   }

@@ -30,7 +30,8 @@ const FRESH_INSTALL = html`<div class="fresh-install" role="note">
 </div>`;
 
 async function noOrganisationYet(db: DashboardDeps['db']): Promise<boolean> {
-  const any = await db.selectFrom('orgs').select('id').limit(1).executeTakeFirst();
+  // A sandbox (test mode) is no organisation anyone signs into.
+  const any = await db.selectFrom('orgs').select('id').where('live_org_id', 'is', null).limit(1).executeTakeFirst();
   return any === undefined;
 }
 

@@ -1,0 +1,100 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { inTransaction } from '../../db/transaction.js';
+import { keysRevoked } from '../apiKeys/keyCache.js';
+import { NotFoundError } from '../errors.js';
+import { recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
+import type { BlobStore } from '../files/blobStore.js';
+import { purgeNow, queuePurge } from '../files/purges.js';
+import { findSandbox } from './sandbox.js';
+
+export interface SandboxResetOptions {
+  /** Delete the sandbox's API keys too (they stop working at once). */
+  keys?: boolean;
+  /** Delete its webhook endpoints too. */
+  endpoints?: boolean;
+}
+
+export interface SandboxReset {
+  object: 'sandbox_reset';
+  org_id: string;
+  contacts: number;
+  labels: number;
+  groups: number;
+  files: number;
+  events: number;
+  deliveries: number;
+  api_keys: number;
+  webhook_endpoints: number;
+  /** Files whose bytes the store did not delete now: housekeeping deletes them later. */
+  bytes_pending: number;
+}
+
+/**
+ * Deletes the test data of a live organisation's sandbox (SANDBOX.md, "Reset test data"): every
+ * contact, label, group, file (its bytes included), event and webhook delivery, and its API keys
+ * and webhook endpoints when asked; the idempotency keys go too (their stored answers name what
+ * is gone). Live data is not touched: every delete is by the sandbox's org_id. Recorded in the
+ * live organisation's Activity (`security.sandbox_reset`, for admins) with who did it.
+ *
+ * The rows go in one transaction, which also queues each file's bytes for purging (blob_purges);
+ * the bytes are deleted after it commits, never inside it, and what the store refuses now stays
+ * queued for housekeeping. The caller checks that the actor may do this (an admin, re-authenticated).
+ */
+export async function resetSandbox(
+  db: Kysely<Database>,
+  blobs: BlobStore,
+  liveOrgId: string,
+  cause: IdentityCause,
+  options: SandboxResetOptions = {},
+  now = new Date(),
+): Promise<SandboxReset> {
+  const live = await db
+    .selectFrom('orgs')
+    .select(['id', 'name'])
+    .where('id', '=', liveOrgId)
+    .where('live_org_id', 'is', null)
+    .executeTakeFirst();
+  if (!live) throw new NotFoundError(`No organisation ${liveOrgId}.`);
+  const sandbox = await findSandbox(db, liveOrgId);
+  const counted = { contacts: 0, labels: 0, groups: 0, files: 0, events: 0, deliveries: 0, api_keys: 0, webhook_endpoints: 0 };
+  let storageKeys: string[] = [];
+  await inTransaction(db, async (trx) => {
+    if (sandbox !== null) {
+      const gone = async (table: keyof Database, column = 'org_id'): Promise<number> => {
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one delete by org_id over several tables
+        const result = await (trx as Kysely<any>).deleteFrom(table).where(column, '=', sandbox).executeTakeFirst();
+        return Number(result.numDeletedRows);
+      };
+      const files = await trx.selectFrom('files').select('storage_key').where('org_id', '=', sandbox).execute();
+      storageKeys = files.map((f) => f.storage_key).filter((key): key is string => key !== null);
+      for (const key of storageKeys) await queuePurge(trx, key, now);
+      await gone('webhook_attempts');
+      counted.deliveries = await gone('webhook_deliveries');
+      counted.events = await gone('events');
+      await gone('group_members');
+      await gone('contact_labels');
+      await gone('contact_metadata');
+      counted.groups = await gone('groups');
+      counted.labels = await gone('labels');
+      counted.contacts = await gone('contacts');
+      counted.files = await gone('files');
+      await gone('idempotency_keys');
+      if (options.endpoints) counted.webhook_endpoints = await gone('webhook_endpoints');
+      if (options.keys) counted.api_keys = await gone('api_keys');
+    }
+    await recordMemberEvent(
+      trx,
+      [liveOrgId],
+      'security.sandbox_reset',
+      { object: 'org', id: live.id, name: live.name },
+      cause,
+      now,
+      Object.fromEntries(Object.entries(counted).map(([name, n]) => [name, String(n)])),
+    );
+  });
+  if (counted.api_keys > 0) await keysRevoked();
+  let pending = 0;
+  for (const key of storageKeys) if (!(await purgeNow(db, blobs, key))) pending++;
+  return { object: 'sandbox_reset', org_id: liveOrgId, ...counted, bytes_pending: pending };
+}
