@@ -155,7 +155,7 @@ describe('managed services: TLS as the URL says, nothing outliving a pooled tran
   // sslmode=require/verify-ca/verify-full (also one folded in from PGSSLMODE) to `disable`: plain
   // text where the URL asked for verified TLS. libpq knows no `ssl` parameter; the two must not
   // contradict. Fix: refuse the combination (ConfigError) or let sslmode win. notes/review-round2.md.
-  it.fails('a stray ssl=false does not downgrade an explicit sslmode=verify-full to plain text', () => {
+  it('a stray ssl=false does not downgrade an explicit sslmode=verify-full to plain text', () => {
     let target: ReturnType<typeof postgresTarget> | null = null;
     try {
       target = postgresTarget('postgres://u@db.example.com:5432/app?sslmode=verify-full&ssl=false');

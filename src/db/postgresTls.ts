@@ -45,9 +45,14 @@ export function postgresTarget(url: string): PostgresTarget {
   const param = (name: string) => parsed.searchParams.get(name) ?? '';
   const legacy = param('ssl');
   const rootCert = param('sslrootcert') || null;
-  let sslmode = (param('sslmode') ||
-    (legacy === 'true' || legacy === '1' ? 'verify-full' : rootCert === 'system' ? 'verify-full' : 'prefer')) as SslMode;
-  if (legacy === 'false' || legacy === '0') sslmode = 'disable';
+  // node-postgres's own `ssl=true|false` counts only where no sslmode says otherwise (libpq has no
+  // `ssl`): `sslmode=verify-full&ssl=false` is a contradiction, refused, never plain text.
+  const legacyMode = legacy === 'true' || legacy === '1' ? 'verify-full' : legacy === 'false' || legacy === '0' ? 'disable' : null;
+  const explicit = param('sslmode');
+  if (explicit && legacyMode && (legacyMode === 'disable') !== (explicit === 'disable')) {
+    throw new ConfigError('DATABASE_URL', `ssl=${legacy} contradicts sslmode=${explicit}: give sslmode alone (as libpq reads it)`);
+  }
+  const sslmode = (explicit || legacyMode || (rootCert === 'system' ? 'verify-full' : 'prefer')) as SslMode;
   if (!MODES.includes(sslmode)) {
     throw new ConfigError('DATABASE_URL', `sslmode must be one of ${MODES.join(', ')} (as libpq reads it), got "${sslmode}"`);
   }
