@@ -1,4 +1,3 @@
-import { domainToASCII } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importContacts } from '../src/domain/contacts/import.js';
 import { isEmail, normaliseEmail } from '../src/domain/validation.js';
@@ -34,7 +33,8 @@ describe('email normalisation', () => {
   });
 
   it('refuses domains that are not valid IDNs', () => {
-    expect(domainToASCII('xn--zz.com')).toBe('');
+    // Node 24's domainToASCII passes an undecodable xn-- label through; isEmail refuses it.
+    expect(isEmail('a@xn--zz.com')).toBe(false);
     for (const email of INVALID) expect(isEmail(email), email).toBe(false);
     for (const email of ['ü@exämple.com', '用户@例子.广告', 'ü@xn--exmple-cua.com', 'x@ｅｘａｍｐｌｅ。com'])
       expect(isEmail(email), email).toBe(true);

@@ -72,7 +72,7 @@ describe('Redis with TLS, a password and an ACL user', { timeout: 120_000 }, () 
   });
 
   it('a wrong password stops the start with a message naming Redis authentication', async () => {
-    const env = await serverEnv('sqlite', { REDIS_URL: redis.plainUrl.replace(':default-pass', ':wrong-pass') });
+    const env = await serverEnv('postgres', { REDIS_URL: redis.plainUrl.replace(':default-pass', ':wrong-pass') });
     envs.push(env);
     await expect(startServerProcess(env, { startSeconds: 90 })).rejects.toThrow(
       /configuration error: REDIS_URL: Redis authentication failed \(WRONGPASS/,
@@ -80,7 +80,7 @@ describe('Redis with TLS, a password and an ACL user', { timeout: 120_000 }, () 
   });
 
   it('no password for a Redis that wants one stops the start too', async () => {
-    const env = await serverEnv('sqlite', { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
+    const env = await serverEnv('postgres', { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
     envs.push(env);
     await expect(startServerProcess(env, { startSeconds: 90 })).rejects.toThrow(/Redis authentication failed \(NOAUTH/);
   });

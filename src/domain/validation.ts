@@ -67,7 +67,11 @@ function canonicalDomain(domain: string): string | null {
   const ascii = domainToASCII(domain);
   // Node does not check DNS lengths: 63 octets a label, 253 in all (as sent, in ASCII).
   if (ascii === '' || ascii.length > 253 || ascii.split('.').some((label) => label.length > 63)) return null;
-  return domainToUnicode(ascii);
+  const unicode = domainToUnicode(ascii);
+  // An `xn--` label that does not decode is no IDN: Node 20 refused it in domainToASCII, Node 24
+  // (ada) passes it through, so a label still `xn--` after decoding is refused here.
+  if (unicode.split('.').some((label) => label.toLowerCase().startsWith('xn--'))) return null;
+  return unicode;
 }
 
 export function isEmail(value: string): boolean {
