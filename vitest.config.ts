@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { cliEntry } from './test/helpers/cliEntry.js';
 
 /**
  * Two tiers (docs/testing.md, "Two tiers"):
@@ -45,13 +46,28 @@ const full = files.filter(({ file, text }) => needsFullTier(file, text)).map(({ 
 const fast = files.filter(({ file }) => !full.includes(file)).map(({ file }) => file);
 const fastOnDatabases = files.filter(({ file, text }) => fast.includes(file) && /\bDIALECTS\b/.test(text)).map(({ file }) => file);
 
+// Say once which `orgdata` the suites' processes run (test/helpers/cliEntry.ts).
+if (!process.env.VITEST_WORKER_ID && cliEntry(ROOT).length > 1) {
+  console.log('orgdata processes run src/cli.ts through tsx: dist/ is older than a source (npm run build makes them start faster)');
+}
+
 const shared = { testTimeout: 30_000, hookTimeout: 30_000 };
+/**
+ * The fast tier's files share their worker's modules (`isolate: false`): the app's sources are
+ * loaded once per worker instead of once per file, which was most of a fast file's time. Safe
+ * because src/ keeps no state between apps but caches of compiled schemas and prepared statements,
+ * and the suites restore what they change (process.env, fake timers). The full tier stays isolated:
+ * its files start processes and browsers, and its time is spent waiting on them.
+ */
+const unisolated = { isolate: false };
 const projects: TestProjectInlineConfiguration[] = [
-  { test: { ...shared, name: 'fast', include: fast, env: { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', TEST_DIALECTS: '' } } },
+  {
+    test: { ...shared, ...unisolated, name: 'fast', include: fast, env: { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', TEST_DIALECTS: '' } },
+  },
   { test: { ...shared, name: 'full', include: full } },
 ];
 if (process.env.TEST_DATABASE_URL) {
-  projects.push({ test: { ...shared, name: 'postgres', include: fastOnDatabases, env: { TEST_DIALECTS: 'postgres' } } });
+  projects.push({ test: { ...shared, ...unisolated, name: 'postgres', include: fastOnDatabases, env: { TEST_DIALECTS: 'postgres' } } });
 }
 
 /**

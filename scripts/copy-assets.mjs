@@ -62,3 +62,10 @@ if (lucide && existsSync(iconsModule)) {
 } else if (!lucide) {
   console.log('orgdata: no lucide-static here (a production install): dist/assets/lucide is used as built');
 }
+
+// The last step of every build: a stamp the tests read to know dist/ was built after every source
+// last changed (test/helpers/cliEntry.ts). tsc leaves an output it would write unchanged as it
+// was, so no output's own time says when the build ran.
+if (existsSync(path.join(here, 'dist', 'cli.js')) && existsSync(path.join(here, 'src'))) {
+  writeFileSync(path.join(here, 'dist', '.built'), `${new Date().toISOString()}\n`);
+}

@@ -37,6 +37,7 @@ import { closeConnectionsWhenShuttingDown, ShutdownState } from './http/shutdown
 import './http/types.js';
 import { guardUrl } from './http/urlGuard.js';
 import { useStrictValidation } from './http/validation.js';
+import { cachedSerializers } from './http/serializers.js';
 import { errorForLog, requestForLog } from './web/logRedaction.js';
 import { setPageHeaders } from './web/pageHeaders.js';
 
@@ -102,6 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: newRequestId,
     // The response serializer's own Ajv must know the formats the schemas use.
     serializerOpts: { ajv: { formats: { 'idn-email': isEmail } } },
+    schemaController: cachedSerializers(),
     requestIdHeader: false,
     bodyLimit: config.maxJsonBytes,
     // A hop count trusts that many proxies in front, whatever their addresses (Fastify's own number

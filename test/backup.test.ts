@@ -8,14 +8,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { BackupManifest } from '../src/cli/backup.js';
 import { migrations } from '../src/db/database.js';
 import { freePort, orgWithKey, serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
 const run = promisify(execFile);
-const CLI = path.resolve('src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 
 /** The operator CLI as a process: its exit code and its --json answer (or error). */
 async function cli(env: Record<string, string>, args: string[]): Promise<{ code: number; json: Record<string, unknown> }> {
   try {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, ...args, '--json'], { env });
+    const { stdout } = await run(process.execPath, [...CLI, ...args, '--json'], { env });
     return { code: 0, json: JSON.parse(stdout) as Record<string, unknown> };
   } catch (error) {
     const { code, stdout } = error as { code: number; stdout: string };

@@ -9,9 +9,10 @@ import { openDatabase, type Db } from '../src/db/database.js';
 import { buildApp } from '../src/app.js';
 import { MemoryRateLimiter } from '../src/infra/rateLimit/memoryRateLimiter.js';
 import { checkContract } from './helpers/contract.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
 const run = promisify(execFile);
-const CLI = path.resolve('src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 
 /** The operator CLI as a user runs it, against an embedded database in a temp DATA_DIR. */
 // Each command is a fresh Node process compiling TypeScript on the fly: allow it time on a busy machine.
@@ -22,7 +23,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
 
   async function cli(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', CLI, ...args], { env });
+      const { stdout, stderr } = await run(process.execPath, [...CLI, ...args], { env });
       return { stdout, stderr, code: 0 };
     } catch (error) {
       const e = error as { stdout: string; stderr: string; code: number };
@@ -239,7 +240,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
   });
 
   it('stops on a bad configuration value and names the variable', async () => {
-    const res = await run(process.execPath, ['--import', 'tsx', CLI, 'migrate'], { env: { ...env, PORT: 'eighty' } }).catch(
+    const res = await run(process.execPath, [...CLI, 'migrate'], { env: { ...env, PORT: 'eighty' } }).catch(
       (e: { stderr: string; code: number }) => e,
     );
     expect((res as { code: number }).code).toBe(1);

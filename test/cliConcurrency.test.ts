@@ -3,8 +3,9 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
-const CLI = path.resolve('src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 
 interface CliRun {
   code: number;
@@ -25,7 +26,7 @@ describe('sqlite: the CLI beside a running server', { timeout: 240_000 }, () => 
 
   const cli = (...args: string[]) =>
     new Promise<CliRun>((resolve) => {
-      execFile(process.execPath, ['--import', 'tsx', CLI, ...args, '--json'], { env: env.env }, (error, stdout, stderr) => {
+      execFile(process.execPath, [...CLI, ...args, '--json'], { env: env.env }, (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
         resolve({ code, stdout, stderr });
       });

@@ -6,8 +6,9 @@ import SQLite from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { verifyPassword } from '../src/domain/orgs/passwords.js';
 import { serverEnv } from './helpers/serverProcess.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
-const CLI = path.resolve('src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 const SECRET_A = 'a'.repeat(40);
 const SECRET_B = 'b'.repeat(40);
 
@@ -20,7 +21,7 @@ interface Run {
 /** The CLI as a process, with the given environment (nothing inherited but PATH and HOME) and standard input. */
 function cli(env: Record<string, string>, args: string[], stdin = ''): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...env },
     });
     let stdout = '';
@@ -136,7 +137,7 @@ describe('orgdata CLI for an operator', { timeout: 240_000 }, () => {
 
     // On a terminal: asked twice on stderr, not echoed, so `$(...)` captures only the answer.
     const typed = await new Promise<Run>((resolve) => {
-      const args = ['--import', 'tsx', CLI, 'users', 'add', '--org', made.org.id, '--email', 'cy@example.com', '--role', 'admin', '--json'];
+      const args = [...CLI, 'users', 'add', '--org', made.org.id, '--email', 'cy@example.com', '--role', 'admin', '--json'];
       const command = [process.execPath, ...args].map((a) => `'${a}'`).join(' ');
       // script(1) gives the CLI a pseudo-terminal; the password is typed into it, twice.
       const child = spawn('script', ['-qec', command, '/dev/null'], {

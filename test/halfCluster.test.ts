@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cli, serverEnv } from './helpers/serverProcess.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
 /**
  * Issue 43, item 2: a several-instance setting (REDIS_URL, BLOB_STORE=s3) without DATABASE_URL
@@ -11,7 +12,7 @@ import { cli, serverEnv } from './helpers/serverProcess.js';
  * `orgdata serve` exits at once, non-zero, naming DATABASE_URL and the setting that asked for it,
  * before it opens the database or listens. The real server process, as the operator starts it.
  */
-const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 /** Nothing listens there: the refusal comes before any connection (the old code started anyway). */
 const NOWHERE = { redis: 'redis://127.0.0.1:1', s3: { BLOB_STORE: 's3', S3_BUCKET: 'orgdata-files', S3_ENDPOINT: 'http://127.0.0.1:1' } };
 
@@ -27,7 +28,7 @@ interface Outcome {
  */
 async function serve(extra: Record<string, string>, args: string[] = [], until?: string): Promise<Outcome & { dataDir: string }> {
   const env = await serverEnv('sqlite', extra);
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', ...args], { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...CLI, 'serve', ...args], { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -5,9 +5,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, orgWithKey, serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
 const run = promisify(execFile);
-const CLI = path.resolve('src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 
 /** Every file and folder below `dir` (itself included) whose mode is not 0600 / 0700, as `path mode`. */
 function loose(dir: string): string[] {
@@ -81,7 +82,7 @@ describe('private files under DATA_DIR and in backups', { timeout: 240_000 }, ()
     const backupDir = path.join(work, 'backup');
     mkdirSync(backupDir, { mode: 0o755 });
     chmodSync(backupDir, 0o755);
-    await run(process.execPath, ['--import', 'tsx', CLI, 'backup', '--to', backupDir, '--json'], { env: source.env });
+    await run(process.execPath, [...CLI, 'backup', '--to', backupDir, '--json'], { env: source.env });
     server.child.kill('SIGTERM');
     await server.exited;
     expect(files(backupDir)).toEqual(expect.arrayContaining(['manifest.json', 'orgdata.sqlite', 'secret.key']));
@@ -95,7 +96,7 @@ describe('private files under DATA_DIR and in backups', { timeout: 240_000 }, ()
     const restoredDir = path.join(work, 'restored');
     const port = await freePort();
     const restored = { ...source.env, DATA_DIR: restoredDir, PORT: String(port) };
-    await run(process.execPath, ['--import', 'tsx', CLI, 'restore', '--from', looseBackup, '--json'], { env: restored });
+    await run(process.execPath, [...CLI, 'restore', '--from', looseBackup, '--json'], { env: restored });
     expect(files(restoredDir)).toEqual(expect.arrayContaining(['orgdata.sqlite', 'secret.key']));
     expect(loose(restoredDir)).toEqual([]);
     const again = await startServerProcess({ env: restored, url: `http://127.0.0.1:${port}`, dispose: async () => {} });
@@ -110,7 +111,7 @@ describe('private files under DATA_DIR and in backups', { timeout: 240_000 }, ()
 
     // An export is as private.
     const exported = path.join(work, 'export');
-    await run(process.execPath, ['--import', 'tsx', CLI, 'export', '--to', exported, '--json'], { env: source.env });
+    await run(process.execPath, [...CLI, 'export', '--to', exported, '--json'], { env: source.env });
     expect(loose(exported)).toEqual([]);
   });
 });

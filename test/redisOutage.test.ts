@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisServer } from './helpers/redisServer.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
 import { fetchSignInForm } from './helpers/signInForm.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
 /**
  * Redis failing or stalling never hangs a request (issue: every API request hung with Redis down).
@@ -16,7 +17,7 @@ import { fetchSignInForm } from './helpers/signInForm.js';
  * Redis is shared by several instances and a server refuses REDIS_URL without DATABASE_URL (each
  * run in a database of its own, serverEnv).
  */
-const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 /** Generous: a request must be answered, not answered fast (the deadlines are 1–3 s). */
 const BOUND_MS = 8_000;
 
@@ -31,7 +32,7 @@ async function timed(url: string, init: RequestInit = {}): Promise<{ status: num
 function runCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
   const started = Date.now();
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [...CLI, ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
       resolve({ code, stdout, stderr, ms: Date.now() - started });
     });

@@ -7,9 +7,10 @@ import { purgeOldRequests, requestUsage } from '../src/domain/requests/requestLo
 import { signedIn } from './helpers/browserSession.js';
 import { ALL_SCOPES, DIALECT_FREE, DIALECTS, type Harness, makeHarness } from './helpers/harness.js';
 import { cli, orgWithKey, serverEnv, startServerProcess } from './helpers/serverProcess.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
 const run = promisify(execFile);
-const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 
 /** The request log and usage (issue 20, items 3-4), through HTTP on both databases. */
 describe.each(DIALECTS)('request log on %s', (dialect) => {
@@ -172,7 +173,7 @@ describe.skipIf(!DIALECT_FREE)('orgdata requests show', { timeout: 120_000 }, ()
       expect(shown.request).toMatchObject({ request_id: requestId, key_id: keyId, method: 'POST', route: '/api/v1/contacts', status: 201 });
       expect(shown.events.map((e) => [e.type, e.data.object.id])).toEqual([['contact.created', contactId]]);
       // As text, a read request (no events) too: every line ends with a newline, the last one included.
-      const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'requests', 'show', readId], { env: env.env });
+      const { stdout } = await run(process.execPath, [...CLI, 'requests', 'show', readId], { env: env.env });
       expect(stdout).toMatch(new RegExp(`^${readId} .*\nGET /api/v1/contacts → 200 .*\nno events\n$`));
       await expect(cli(env.env, ['requests', 'show', 'req_nothere'])).rejects.toMatchObject({
         stdout: expect.stringContaining('"code":"not_found"'),

@@ -3,15 +3,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliEntry } from './helpers/cliEntry.js';
 
 // The operator's side of test mode (SANDBOX.md): `--org` always names the live organisation; its
 // sandbox is reached with --test and never listed or addressed as an organisation of its own.
 
-const CLI = path.resolve('src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 
 function cli(env: Record<string, string>, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args, '--json'], {
+    const child = spawn(process.execPath, [...CLI, ...args, '--json'], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...env },
     });
     let stdout = '';

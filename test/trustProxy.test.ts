@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config/load.js';
 import { makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { postSignIn } from './helpers/signInForm.js';
 import { serverEnv } from './helpers/serverProcess.js';
+import { cliEntry } from './helpers/cliEntry.js';
 
 // IDENTITY.md rule 20: TRUST_PROXY=true (trust every hop) let a client choose the address that
 // throttles and Activity see, by writing its own X-Forwarded-For. The server refuses it at start;
@@ -35,8 +36,10 @@ describe('TRUST_PROXY', () => {
   it('stops the server at start with that message', { timeout: 60_000 }, async () => {
     const env = await serverEnv('sqlite', { TRUST_PROXY: 'true' });
     try {
-      const cli = path.resolve(import.meta.dirname, '../src/cli.ts');
-      const child = spawn(process.execPath, ['--import', 'tsx', cli, 'serve'], { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [...cliEntry(path.resolve(import.meta.dirname, '..')), 'serve'], {
+        env: env.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let output = '';
       child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

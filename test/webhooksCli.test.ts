@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliEntry } from './helpers/cliEntry.js';
 
 const run = promisify(execFile);
-const CLI = path.resolve('src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
 
 /** `orgdata webhooks …` as an operator runs it, against an embedded database in a temp DATA_DIR. */
 describe('orgdata webhooks CLI', { timeout: 180_000 }, () => {
@@ -16,7 +17,7 @@ describe('orgdata webhooks CLI', { timeout: 180_000 }, () => {
 
   async function cli(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; stderr: string; code: number }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...base, ...env } });
+      const { stdout, stderr } = await run(process.execPath, [...CLI, ...args], { env: { ...base, ...env } });
       return { stdout, stderr, code: 0 };
     } catch (error) {
       const e = error as { stdout: string; stderr: string; code: number };

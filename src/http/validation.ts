@@ -31,11 +31,37 @@ export function compileBodyValidator(schema: object): ValidateFunction {
  * coerced (`limit=5` → 5) and get defaults.
  */
 export function useStrictValidation(app: FastifyInstance): void {
-  const bodies = makeAjv({ coerceTypes: false, useDefaults: false });
-  const text = makeAjv({ coerceTypes: true, useDefaults: true });
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? bodies.compile(schema) : decimalIntegers(schema, text.compile(schema)),
-  );
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? compiled('body', schema) : compiled('text', schema)));
+}
+
+/**
+ * The validators of this process, by rule set and schema text. An app compiles about a hundred
+ * schemas; a process that builds several apps (a test file's harnesses, a test worker's files)
+ * compiled them all again for each, and that was most of an app's start. Keyed by the schema's
+ * text, not its identity, so a route that builds its schema afresh finds it too, and the cache
+ * stays as small as the set of distinct schemas (each is removed from Ajv's own cache, which would
+ * keep every object it was given). A compiled validator holds no state between calls.
+ */
+const validators = new Map<string, Validator>();
+let bodies: Ajv | undefined;
+let text: Ajv | undefined;
+
+function compiled(part: 'body' | 'text', schema: object): Validator {
+  const key = `${part}:${JSON.stringify(schema)}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    if (part === 'body') {
+      bodies ??= makeAjv({ coerceTypes: false, useDefaults: false });
+      validate = bodies.compile(schema);
+      bodies.removeSchema(schema);
+    } else {
+      text ??= makeAjv({ coerceTypes: true, useDefaults: true });
+      validate = decimalIntegers(schema, text.compile(schema));
+      text.removeSchema(schema);
+    }
+    validators.set(key, validate);
+  }
+  return validate;
 }
 
 // Ajv's coercion reads a query's text as JavaScript does: `0x10` is 16, `1e2` is 100, ` 5` is 5,

@@ -4,14 +4,15 @@ import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
+import { cliEntry } from './cliEntry.js';
 
 const run = promisify(execFile);
-const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '../..'));
 
 /** The operator CLI as a process: its exit code and its --json answer (or error). */
 export async function cliResult(env: Record<string, string>, args: string[]): Promise<{ code: number; json: Record<string, unknown> }> {
   try {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, ...args, '--json'], { env, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await run(process.execPath, [...CLI, ...args, '--json'], { env, maxBuffer: 64 * 1024 * 1024 });
     return { code: 0, json: JSON.parse(stdout) as Record<string, unknown> };
   } catch (error) {
     const { code, stdout, stderr } = error as { code: number; stdout: string; stderr: string };

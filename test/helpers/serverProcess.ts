@@ -7,13 +7,15 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { randomBase62 } from '../../src/domain/ids.js';
 import { SECRET } from './harness.js';
+import { cliEntry } from './cliEntry.js';
 
 /**
  * The checkout whose server and CLI run: this one, or BENCH_CHECKOUT's (`bench/budget.ts`
  * measuring an earlier build side by side, built in a worktree of its own).
  */
 const ROOT = process.env.BENCH_CHECKOUT ? path.resolve(process.env.BENCH_CHECKOUT) : path.resolve(import.meta.dirname, '../..');
-const CLI = path.join(ROOT, 'src/cli.ts');
+/** `orgdata` as the tests start it: dist/cli.js when built from the sources as they are, else src/cli.ts through tsx. */
+const CLI = cliEntry(ROOT);
 /** The built server, what `npm start` runs (`npm run build` makes it). */
 const BUILT_CLI = path.join(ROOT, 'dist/cli.js');
 /** The Node flags of `npm start` (package.json), so that the benchmarks measure the same process. */
@@ -79,7 +81,7 @@ export async function serverEnv(dialect: 'sqlite' | 'postgres', extra: Record<st
 
 /** Runs an operator CLI command with `--json` and returns its parsed output. */
 export async function cli<T = Record<string, unknown>>(env: Record<string, string>, args: string[]): Promise<T> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, ...args, '--json'], { env });
+  const { stdout } = await run(process.execPath, [...CLI, ...args, '--json'], { env });
   return JSON.parse(stdout) as T;
 }
 
@@ -126,9 +128,10 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `orgdata serve` as a child process and waits until /healthz answers. Tests run the
- * sources through tsx; the benchmarks pass `built` to measure what `npm start` runs (no loader
- * thread, no transpiled sources in memory), after `npm run build`.
+ * Starts `orgdata serve` as a child process and waits until /healthz answers. Tests run what
+ * cliEntry chooses (dist/cli.js when it is built from the sources as they are, else the sources
+ * through tsx); the benchmarks pass `built` to measure exactly what `npm start` runs (its Node
+ * flags too), after `npm run build`.
  */
 export async function startServerProcess(
   env: ServerEnv,
@@ -142,7 +145,7 @@ export async function startServerProcess(
     startSeconds?: number;
   } = {},
 ): Promise<ServerProcess> {
-  const args = options.built ? [...START_FLAGS, ...(options.nodeFlags ?? []), BUILT_CLI, 'serve'] : ['--import', 'tsx', CLI, 'serve'];
+  const args = options.built ? [...START_FLAGS, ...(options.nodeFlags ?? []), BUILT_CLI, 'serve'] : [...CLI, 'serve'];
   const [command, ...wrapperArgs] = [...(options.wrapper ?? []), process.execPath];
   const child = spawn(command!, [...wrapperArgs, ...args], { env: env.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

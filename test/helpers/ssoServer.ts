@@ -6,8 +6,9 @@ import { approveDomain } from '../../src/domain/identity/ssoDomains.js';
 import type { ServerEnv } from './serverProcess.js';
 import { CookieJar, authorizeAt } from './oidcProvider.js';
 import { csrfIn } from './signInForm.js';
+import { cliEntry } from './cliEntry.js';
 
-const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
+const CLI = cliEntry(path.resolve(import.meta.dirname, '../..'));
 
 /** An operator command as a process, with what it is given on standard input; its exit code and output. */
 export function runCli(
@@ -16,7 +17,7 @@ export function runCli(
   stdin = '',
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -1,0 +1,35 @@
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import type { FastifyServerOptions } from 'fastify';
+
+type Compiler = ReturnType<ReturnType<typeof SerializerSelector>>;
+type Serializer = ReturnType<Compiler>;
+
+/**
+ * Fastify's own response serializers (fast-json-stringify), compiled once per process for each
+ * distinct schema. Compiling them was most of the cost of building an app, and a process that
+ * builds several (a test file's harnesses, a test worker's files; production builds one) compiled
+ * the same hundred-odd schemas again for each. Keyed by the schema's text, so the cache is as
+ * small as the set of distinct schemas and never returns a serializer of another shape. The app
+ * registers no shared schemas (no addSchema) and passes one set of options, so neither is part of
+ * the key; a serializer is a pure function of its input.
+ */
+const serializers = new Map<string, Serializer>();
+
+export function cachedSerializers(): NonNullable<FastifyServerOptions['schemaController']> {
+  return {
+    compilersFactory: {
+      buildSerializer: (externalSchemas, options) => {
+        const compile = SerializerSelector()(externalSchemas, options);
+        return (route) => {
+          const key = JSON.stringify(route.schema);
+          let serialize = serializers.get(key);
+          if (!serialize) {
+            serialize = compile(route as Parameters<Compiler>[0]);
+            serializers.set(key, serialize);
+          }
+          return serialize;
+        };
+      },
+    },
+  };
+}
