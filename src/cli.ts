@@ -2,6 +2,7 @@
 import { keepFilesPrivate, makeDataDirPrivate } from './cli/privateFiles.js';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config/load.js';
+import { refuseHalfConfiguredCluster } from './config/cluster.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { addUser, createOrg, firstAdminOf, setRole } from './domain/orgs/orgs.js';
 import { keysCommand, sandboxCommand } from './cli/keys.js';
@@ -117,6 +118,9 @@ async function run(argv: string[]): Promise<{ json: unknown; text: string } | nu
   if (values.version) return { json: { version: version() }, text: `orgdata ${version()}` };
   if (values.help || !group) return { json: { usage: USAGE }, text: USAGE };
   const command = action && group !== 'serve' && group !== 'migrate' ? `${group} ${action}` : group;
+  // A half-configured cluster is refused before anything is made: a secret generated into
+  // DATA_DIR here would be taken as the installation's own on the next start.
+  if (command === 'serve') refuseHalfConfiguredCluster(loadConfig(process.env, { createSecret: false, secretOptional: true }));
   // Only the server and `migrate` make a new installation (database, generated secret).
   const config = loadConfig(process.env, {
     createSecret: command === 'serve' || command === 'migrate',

@@ -78,11 +78,15 @@ describe('a several-instance setting without DATABASE_URL', { timeout: 60_000 },
   it.concurrent.each(cases)(
     '$name: `orgdata serve` exits 1 at once naming DATABASE_URL, before it opens the database or listens',
     async ({ env, named }) => {
-      const { result, output, dataDir } = await serve(env);
+      // No SECRET_KEY, as on a first start: the secret would be generated into DATA_DIR.
+      const { result, output, dataDir } = await serve({ ...env, SECRET_KEY: '' });
       expect(result, output).toBe(1);
       expect(output).toContain(`orgdata: configuration error: DATABASE_URL: is required with ${named}:`);
       expect(output).toContain('Set DATABASE_URL (or DATABASE_URL_FILE) to a postgres:// URL');
       expect(existsSync(path.join(dataDir, 'orgdata.sqlite'))).toBe(false);
+      // Nor does it leave a secret behind: a generated secret.key would be taken as this
+      // installation's on the next start, once DATABASE_URL is set.
+      expect(existsSync(path.join(dataDir, 'secret.key'))).toBe(false);
     },
   );
 
