@@ -344,4 +344,90 @@ describe.each(DIALECTS)('dashboard test mode on %s', { timeout: 120_000 }, (dial
     expect(sandboxPage).not.toContain(TEST);
     expect(sandboxPage).not.toContain(LIVE);
   });
+
+  describe('Reset test data', () => {
+    const RESET = '/settings/developer/test-data';
+    let resetOrg: Org;
+    let resetSandboxId: string;
+    const sandboxContacts = async () =>
+      (await h.db.kysely.selectFrom('contacts').select('id').where('org_id', '=', resetSandboxId).execute()).length;
+    const liveContacts = async () =>
+      (await h.db.kysely.selectFrom('contacts').select('id').where('org_id', '=', resetOrg.orgId).execute()).length;
+    const resets = async (orgId: string) =>
+      h.db.kysely
+        .selectFrom('events')
+        .select(['actor_id', 'actor_type', 'data'])
+        .where('org_id', '=', orgId)
+        .where('type', '=', 'security.sandbox_reset')
+        .execute();
+
+    beforeAll(async () => {
+      resetOrg = await h.newOrg('Reset Org');
+      const testKey = await resetOrg.key(ALL_SCOPES, { mode: 'test' });
+      const liveKey = await resetOrg.key(ALL_SCOPES, { mode: 'live' });
+      resetSandboxId = (await findSandbox(h.db.kysely, resetOrg.orgId))!;
+      for (const [key, name] of [
+        [testKey, 'Sandy'],
+        [liveKey, 'Livia'],
+      ] as const) {
+        expect(
+          (await h.call(key, 'POST', '/api/v1/contacts', { first_name: name, email: `${name.toLowerCase()}@example.com` })).statusCode,
+        ).toBe(201);
+      }
+    });
+
+    it('is refused to a member, without a CSRF token, without a recent re-authentication, and reaches no other organisation', async () => {
+      const member = await signedIn(h, (await addMember(h, resetOrg.orgId, 'member')).email);
+      expect((await member.get(RESET)).statusCode).toBe(403);
+      expect((await member.post(RESET, { keys: '1', endpoints: '1' })).statusCode).toBe(403);
+
+      const admin2 = await addMember(h, resetOrg.orgId, 'admin');
+      const resetter = await signedIn(h, admin2.email);
+      // Another site's form: no token, or a wrong one.
+      expect((await resetter.post(RESET, {}, { csrf: null })).statusCode).toBe(403);
+      expect((await resetter.post(RESET, {}, { csrf: 'y'.repeat(32) })).statusCode).toBe(403);
+      // A session whose last proof of identity is older than REAUTH_MINUTES is sent to /reauth first.
+      await h.db.kysely
+        .updateTable('sessions')
+        .set({ authenticated_at: new Date(Date.now() - 3_600_000).toISOString() })
+        .where('user_id', '=', admin2.id)
+        .execute();
+      const stale = await resetter.post(RESET, {});
+      expect(stale.statusCode).toBe(303);
+      expect(stale.headers.location).toMatch(/^\/reauth\?next=/);
+
+      // Another organisation's admin resets their own sandbox only, whatever the form names.
+      const outsider = await h.newOrg('Outsider Org');
+      const outsiderAdmin = await signedIn(h, outsider.adminEmail);
+      const theirs = await outsiderAdmin.post(RESET, { org_id: resetOrg.orgId, keys: '1' });
+      expect(theirs.statusCode).toBe(303);
+      expect(await sandboxContacts()).toBe(1);
+      expect(await liveContacts()).toBe(1);
+      expect(await resets(resetOrg.orgId)).toEqual([]);
+      expect((await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', resetSandboxId).execute()).length).toBe(1);
+    });
+
+    it('an admin who signed in recently resets the sandbox only; the live Activity names them', async () => {
+      const admin = await signedIn(h, resetOrg.adminEmail);
+      const page = await admin.get(RESET);
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('name="keys"');
+      expect(page.body).toContain('name="endpoints"');
+      const done = await admin.post(RESET, { keys: '1' });
+      expect(done.statusCode, done.body).toBe(303);
+      expect(await sandboxContacts()).toBe(0);
+      expect(await liveContacts()).toBe(1);
+      expect((await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', resetSandboxId).execute()).length).toBe(0);
+      expect((await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', resetOrg.orgId).execute()).length).toBe(1);
+      const recorded = await resets(resetOrg.orgId);
+      expect(recorded).toHaveLength(1);
+      expect(recorded[0]).toMatchObject({ actor_type: 'user', actor_id: resetOrg.adminId });
+      expect(JSON.parse(recorded[0]!.data)).toMatchObject({ contacts: '1', api_keys: '1' });
+      const activity = (await admin.get('/activity?type=security.sandbox_reset')).body;
+      expect(activity).toContain('security.sandbox_reset');
+      expect(activity).toContain(resetOrg.adminEmail);
+      const told = (done.cookies as { name: string; value: string }[]).find((c) => c.name === 'od_flash');
+      expect(decodeURIComponent(told?.value ?? '')).toContain('Test data reset: 1 contact');
+    });
+  });
 });
