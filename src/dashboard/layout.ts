@@ -111,8 +111,7 @@ function testModeBanner(session: SessionView): Html {
   if (!session.testMode) return html``;
   return html`<div class="test-banner" id="test-mode-banner">
     <p>
-      <strong>Test mode</strong> — you are viewing test data: contacts, files, API keys and webhooks here are ${session.orgName}'s sandbox,
-      apart from live data. Members and settings are shared.
+      <strong>Test mode</strong> — you are viewing ${session.orgName}'s test data, apart from live data. Members and settings are shared.
     </p>
     <form method="post" action="/test-mode" class="inline">
       ${csrf(session)}<input type="hidden" name="mode" value="live" /><button type="submit" class="secondary">Leave test mode</button>
