@@ -209,6 +209,8 @@ describe.each(DIALECTS)('dashboard test mode on %s', { timeout: 120_000 }, (dial
       ]) {
         expect((await admin.get(page)).body, `${mode} ${page}`).toContain(MARK[mode]);
       }
+      // Activity's "Who" lists the organisation's people in both modes (they are shared).
+      expect((await admin.get('/activity')).body, mode).toContain(`<optgroup label="People">`);
       // Usage: the sandbox's own daily quota (SANDBOX_DAILY_QUOTA).
       const usage = (await admin.get('/settings/developer/usage')).body;
       expect(usage).toContain(mode === 'test' ? 'of 777,777 requests today' : 'of 1,000,000 requests today');
