@@ -259,6 +259,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhooks: { allowPrivateUrls: config.webhookAllowPrivateUrls },
     signInThrottle: deps.signInThrottle ?? new MemorySignInThrottle(config.anonymousRequestsPerMinute),
     dailyQuota: config.dailyQuota,
+    sandboxDailyQuota: config.sandboxDailyQuota,
     identity: {
       mailer,
       publicUrl: config.publicUrl,

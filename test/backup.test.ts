@@ -43,7 +43,24 @@ describe('backup and restore of a SQLite installation', { timeout: 300_000 }, ()
   it('copies the data of a server under writes, and the copy restored into a new DATA_DIR serves the same', async () => {
     // No SECRET_KEY: the server keeps its generated secret.key in DATA_DIR, and the backup carries it.
     source = await serverEnv('sqlite', { SECRET_KEY: '' });
-    const { key } = await orgWithKey(source.env);
+    const { key, orgId, email } = await orgWithKey(source.env);
+    // Test mode (SANDBOX.md): the sandbox is in the same database and blob store, and must come back too.
+    const testKey = (
+      await cli(source.env, [
+        'keys',
+        'create',
+        '--org',
+        orgId,
+        '--admin-email',
+        email,
+        '--name',
+        'sandbox',
+        '--scopes',
+        'contacts:write,files:write',
+        '--test',
+      ])
+    ).json.key as string;
+    expect(testKey).toMatch(/^od_test_/);
     const server = await startServerProcess(source);
     const api = `${source.url}/api/v1`;
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -68,6 +85,16 @@ describe('backup and restore of a SQLite installation', { timeout: 300_000 }, ()
     const bytes = randomBytes(200_000);
     const file = await post('/files', { name: 'data.bin', content_type: 'application/octet-stream', size: bytes.length });
     expect((await fetch(String(file.upload_url), { method: 'PUT', body: bytes })).status).toBe(200);
+    const testHeaders = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' };
+    const testPost = async (url: string, body: unknown) => {
+      const res = await fetch(`${api}${url}`, { method: 'POST', headers: testHeaders, body: JSON.stringify(body) });
+      expect(res.status, await res.clone().text()).toBeLessThan(300);
+      return (await res.json()) as Record<string, unknown> & { id: string };
+    };
+    const sandboxContact = await testPost('/contacts', { first_name: 'Sandy', email: 'sandy@example.com' });
+    const testBytes = randomBytes(10_000);
+    const testFile = await testPost('/files', { name: 'test.bin', content_type: 'application/octet-stream', size: testBytes.length });
+    expect((await fetch(String(testFile.upload_url), { method: 'PUT', body: testBytes })).status).toBe(200);
     const doomed = await post('/files', { name: 'doomed.txt', content_type: 'text/plain', size: 5 });
     expect((await fetch(String(doomed.upload_url), { method: 'PUT', body: 'bytes' })).status).toBe(200);
 
@@ -98,8 +125,9 @@ describe('backup and restore of a SQLite installation', { timeout: 300_000 }, ()
     expect(manifest.database.migrations.at(-1)).toBe(Object.keys(migrations).at(-1));
     const backedUp = manifest.database.tables.contacts!;
     expect(written).toBeGreaterThan(0);
-    expect(backedUp).toBeGreaterThanOrEqual(20);
-    expect(backedUp).toBeLessThanOrEqual(20 + written);
+    // The 20 live contacts, the sandbox's one, and some of those written during the backup.
+    expect(backedUp).toBeGreaterThanOrEqual(21);
+    expect(backedUp).toBeLessThanOrEqual(21 + written);
     expect(manifest.files.entries.map((e) => e.sha256)).toContain(sha256(bytes));
     expect(JSON.parse(readFileSync(path.join(target, 'manifest.json'), 'utf8'))).toEqual(manifest);
 
@@ -123,7 +151,18 @@ describe('backup and restore of a SQLite installation', { timeout: 300_000 }, ()
         seen += page.data.length;
         if (!(cursor = page.next_cursor)) break;
       }
-      expect(seen).toBe(backedUp);
+      expect(seen).toBe(backedUp - 1);
+      // The sandbox came back whole and apart: its key sees its one contact and its file's bytes.
+      const testAuth = { authorization: `Bearer ${testKey}` };
+      const sandboxList = (await (await fetch(`${restored.url}/api/v1/contacts`, { headers: testAuth })).json()) as {
+        data: { id: string }[];
+      };
+      expect(sandboxList.data.map((c) => c.id)).toEqual([sandboxContact.id]);
+      const testLink = (await (await fetch(`${restored.url}/api/v1/files/${testFile.id}/download`, { headers: testAuth })).json()) as {
+        url: string;
+      };
+      expect(sha256(new Uint8Array(await (await fetch(testLink.url)).arrayBuffer()))).toBe(sha256(testBytes));
+      expect((await fetch(`${restored.url}/api/v1/contacts/${sandboxContact.id}`, { headers: auth })).status).toBe(404);
       const found = (await (await fetch(`${restored.url}/api/v1/contacts?q=kept7`, { headers: auth })).json()) as {
         data: { id: string }[];
       };
@@ -157,7 +196,9 @@ describe('backup and restore of a SQLite installation', { timeout: 300_000 }, ()
     expect([over.code, (over.json.error as { code: string }).code]).toEqual([1, 'target_not_empty']);
     const tampered = path.join(tempDir(), 'tampered');
     cpSync(target, tampered, { recursive: true });
-    const blob = path.join(tampered, 'files', 'blobs', manifest.files.entries[0]!.key);
+    const liveEntry = manifest.files.entries.find((e) => e.key.includes(String(file.id)))!;
+    expect(manifest.files.entries.some((e) => e.key.startsWith('test/'))).toBe(true);
+    const blob = path.join(tampered, 'files', 'blobs', liveEntry.key);
     const changed = readFileSync(blob);
     changed[0] = changed[0]! ^ 1;
     writeFileSync(blob, changed);
@@ -193,7 +234,7 @@ describe('backup and restore of a SQLite installation', { timeout: 300_000 }, ()
     expect(existsSync(path.dirname(created))).toBe(false);
 
     // Bytes missing from the store while their file still exists: the backup fails, naming it.
-    rmSync(path.join(source.env.DATA_DIR!, 'files', 'blobs', manifest.files.entries[0]!.key));
+    rmSync(path.join(source.env.DATA_DIR!, 'files', 'blobs', liveEntry.key));
     const lost = await cli(source.env, ['backup', '--to', path.join(tempDir(), 'lost')]);
     expect([lost.code, (lost.json.error as { code: string }).code]).toEqual([1, 'backup_failed']);
     expect((lost.json.error as { message: string }).message).toContain(String(file.id));

@@ -65,6 +65,7 @@ describe('orgdata CLI', { timeout: 180_000 }, () => {
       '025_bounded_sign_in',
       '026_sso_links_consent',
       '027_sandbox',
+      '028_session_test_mode',
     ]);
     db = openDatabase({ databaseUrl: null, dataDir });
   }, 180_000);

@@ -39,6 +39,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
   let idempotent: { body: string; id: string };
   let sessionCookie: string;
   let exported: string;
+  // Test mode (SANDBOX.md): the organisation's sandbox, with its own key, contact and file.
+  let testKey: string;
+  let sandbox: { contactId: string; fileId: string };
+  const testBytes = randomBytes(20_000);
 
   beforeAll(async () => {
     receiver = await startReceiver();
@@ -92,6 +96,26 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     fileId = file.id;
     // A pending file (reserved, never uploaded): a row without bytes.
     await post('/files', { name: 'later.txt', content_type: 'text/plain', size: 3 });
+    // The sandbox: a test key, a contact and a file of its own (bytes under the blob store's test/ prefix).
+    const made = await cliResult(source.env, [
+      ...['keys', 'create', '--org', org.orgId, '--admin-email', org.email, '--name', 'sandbox key'],
+      ...['--scopes', 'contacts:write,files:write', '--test'],
+    ]);
+    expect(made.code, JSON.stringify(made.json)).toBe(0);
+    testKey = String(made.json.key);
+    const testPost = async (url: string, body: unknown) => {
+      const res = await fetch(`${api}${url}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status, await res.clone().text()).toBeLessThan(300);
+      return (await res.json()) as Record<string, unknown> & { id: string };
+    };
+    const sandboxContact = await testPost('/contacts', { first_name: 'Sandy', email: 'sandy@example.com' });
+    const testFile = await testPost('/files', { name: 'test.bin', content_type: 'application/octet-stream', size: testBytes.length });
+    expect((await fetch(String(testFile.upload_url), { method: 'PUT', body: testBytes })).status).toBe(200);
+    sandbox = { contactId: sandboxContact.id, fileId: testFile.id };
     // A dashboard session.
     const login = await fetchSignIn(source.url, { email: org.email, password: org.password });
     expect(login.status).toBe(303);
@@ -147,6 +171,17 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     }
   }
 
+  /** The sandbox moved with its organisation: its key reaches its contact and file bytes only, and the live key none of them. */
+  async function expectSandboxKept(base: string): Promise<void> {
+    const auth = { authorization: `Bearer ${testKey}` };
+    const list = (await (await fetch(`${base}/api/v1/contacts`, { headers: auth })).json()) as { data: { id: string }[] };
+    expect(list.data.map((c) => c.id)).toEqual([sandbox.contactId]);
+    const link = (await (await fetch(`${base}/api/v1/files/${sandbox.fileId}/download`, { headers: auth })).json()) as { url: string };
+    expect(sha256(new Uint8Array(await (await fetch(link.url)).arrayBuffer()))).toBe(sha256(testBytes));
+    const live = await fetch(`${base}/api/v1/contacts/${sandbox.contactId}`, { headers: { authorization: `Bearer ${org.key}` } });
+    expect(live.status).toBe(404);
+  }
+
   it('writes every table, the file bytes and a manifest', () => {
     const manifest = JSON.parse(readFileSync(path.join(exported, 'manifest.json'), 'utf8')) as ExportManifest;
     expect(manifest).toMatchObject({ format: 'orgdata-export', format_version: 1, scope: 'instance', source_dialect: 'sqlite' });
@@ -160,9 +195,16 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     expect(manifest.tables.webhook_attempts!.rows).toBeGreaterThan(0);
     expect(manifest.tables.idempotency_keys!.rows).toBeGreaterThan(0);
     expect(Object.keys(manifest.tables)).not.toContain('contacts_fts');
-    expect(manifest.tables.contacts!.rows).toBe(26);
-    expect(manifest.files.entries).toEqual([{ key: expect.stringContaining(fileId), bytes: bytes.length, sha256: sha256(bytes) }]);
-    expect(sha256(readFileSync(path.join(exported, 'files', manifest.files.entries[0]!.key)))).toBe(sha256(bytes));
+    // The 26 live contacts and the sandbox's one; the live file's bytes and the sandbox's (under test/).
+    expect(manifest.tables.contacts!.rows).toBe(27);
+    expect(manifest.files.entries).toEqual(
+      expect.arrayContaining([
+        { key: expect.stringContaining(fileId), bytes: bytes.length, sha256: sha256(bytes) },
+        { key: expect.stringMatching(new RegExp(`^test/sbx_\\w+/${sandbox.fileId}$`)), bytes: testBytes.length, sha256: sha256(testBytes) },
+      ]),
+    );
+    expect(manifest.files.entries).toHaveLength(2);
+    for (const entry of manifest.files.entries) expect(sha256(readFileSync(path.join(exported, 'files', entry.key)))).toBe(entry.sha256);
   });
 
   it('refuses a directory without a manifest, a tampered file and another SECRET_KEY, writing nothing', async () => {
@@ -216,7 +258,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     // Once: the target is no longer empty.
     const again = await cliResult(target.env, ['import', '--from', exported]);
     expect(errorCode(again)).toBe('target_not_empty');
-    expect(await countOf(target, 'contacts')).toBe(26);
+    expect(await countOf(target, 'contacts')).toBe(27);
 
     const server = await startServerProcess(target);
     try {
@@ -239,6 +281,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
       expect(prefix.data).toHaveLength(25);
       const dashboard = await fetch(`${target.url}/contacts`, { redirect: 'manual', headers: { cookie: sessionCookie } });
       expect(dashboard.status).toBe(200);
+      await expectSandboxKept(target.url);
 
       const before = receiver.received.length;
       const created = (await (
@@ -292,6 +335,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
       const auth = { authorization: `Bearer ${org.key}` };
       const link = (await (await fetch(`${back.url}/api/v1/files/${fileId}/download`, { headers: auth })).json()) as { url: string };
       expect(sha256(new Uint8Array(await (await fetch(link.url)).arrayBuffer()))).toBe(sha256(bytes));
+      await expectSandboxKept(back.url);
     } finally {
       again2.child.kill('SIGTERM');
       await again2.exited;
@@ -304,6 +348,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
     expect(result.code, JSON.stringify(result.json)).toBe(0);
     const manifest = result.json as unknown as ExportManifest;
     expect(manifest).toMatchObject({ scope: 'org', org_id: org.orgId });
+    // Both modes, marked: the manifest names the sandbox, whose rows carry its org_id.
+    const sandboxId = manifest.modes?.test ?? '';
+    expect(manifest.modes).toEqual({ live: org.orgId, test: expect.stringMatching(/^sbx_/) });
     expect(manifest.secret_fingerprint).toBeUndefined();
     expect(Object.keys(manifest.tables).sort()).toEqual(
       ['contact_labels', 'contact_metadata', 'contacts', 'events', 'files', 'group_members', 'groups', 'labels', 'orgs'].sort(),
@@ -313,11 +360,22 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
         .split('\n')
         .filter(Boolean)) {
         const row = JSON.parse(line) as { org_id?: string; id?: string };
-        expect(table === 'orgs' ? row.id : row.org_id, table).toBe(org.orgId);
+        expect([org.orgId, sandboxId], table).toContain(table === 'orgs' ? row.id : row.org_id);
       }
     }
-    expect(manifest.tables.contacts!.rows).toBe(26);
-    expect(sha256(readFileSync(path.join(dir, 'files', manifest.files.entries[0]!.key)))).toBe(sha256(bytes));
+    expect(manifest.tables.contacts!.rows).toBe(27);
+    const contactRows = exportedRows(dir, 'contacts').map((r) => JSON.parse(r) as { id: string; org_id: string });
+    expect(contactRows.filter((c) => c.org_id === sandboxId).map((c) => c.id)).toEqual([sandbox.contactId]);
+    const orgRows = exportedRows(dir, 'orgs').map((r) => JSON.parse(r) as { id: string; live_org_id: string | null });
+    expect(orgRows).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: org.orgId, live_org_id: null }),
+        expect.objectContaining({ id: sandboxId, live_org_id: org.orgId }),
+      ]),
+    );
+    const fileHashes = manifest.files.entries.map((e) => sha256(readFileSync(path.join(dir, 'files', e.key))));
+    expect(fileHashes).toEqual(expect.arrayContaining([sha256(bytes), sha256(testBytes)]));
+    expect(manifest.files.entries.some((e) => e.key.startsWith(`test/${sandboxId}/`))).toBe(true);
 
     // What the instance export holds and an organisation's must not: key and password hashes,
     // sessions, webhook secrets, stored replays.
@@ -327,6 +385,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('export and import between insta
       ...exportedRows(exported, 'sessions').map((r) => (JSON.parse(r) as { id_hash: string }).id_hash),
       webhookSecret,
       org.key,
+      testKey,
       'move-once-1',
     ];
     expect(secrets.length).toBeGreaterThan(5);

@@ -231,6 +231,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '025_bounded_sign_in',
       '026_sso_links_consent',
       '027_sandbox',
+      '028_session_test_mode',
     ]);
     const rows = await db.kysely.selectFrom('contacts').select(['id', 'email', 'email_lower', 'updated_at']).orderBy('id').execute();
     const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
@@ -314,6 +315,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '025_bounded_sign_in',
       '026_sso_links_consent',
       '027_sandbox',
+      '028_session_test_mode',
     ]);
     const rows = await db.kysely
       .selectFrom('events')
@@ -416,6 +418,7 @@ describe.each(DIALECTS)('migrations on %s', (dialect) => {
       '025_bounded_sign_in',
       '026_sso_links_consent',
       '027_sandbox',
+      '028_session_test_mode',
     ]);
   });
 });

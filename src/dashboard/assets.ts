@@ -6,6 +6,7 @@ export const CSS = `
 --c-top:#24292f;--c-top-fg:#fff;--c-top-muted:#c9d1d9;--c-top-hover:#32383f;--c-top-current:#3d444d;--c-top-line:#59636e;
 --c-chip-bg:#ddf4ff;--c-chip-fg:#0550ae;--c-notice-bg:#dafbe1;--c-notice-line:#aceebb;--c-alert-bg:#ffebe9;--c-alert-line:#ffcecb;
 --c-warning-bg:#fff8c5;--c-warning-line:#eed888;--c-current-row:#f6fbff;--c-focus:#0969da;
+--c-test-bg:#fff1e0;--c-test-fg:#5c2a00;--c-test-line:#c26a00;
 --s-1:.25rem;--s-2:.5rem;--s-3:.75rem;--s-4:1rem;--s-5:1.5rem;--s-6:2rem;
 --font:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;--font-mono:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
 --t-xs:.8rem;--t-sm:.875rem;--t-base:15px;--t-lg:1.15rem;--t-xl:1.5rem;--lh:1.5;
@@ -13,6 +14,8 @@ export const CSS = `
 color-scheme:light dark;
 --fg:var(--c-fg);--muted:var(--c-muted);--line:var(--c-line);--bg:var(--c-subtle);--accent:var(--c-accent);--danger:var(--c-danger);--ok:var(--c-ok)
 }
+/* Test mode: the header turns amber-brown (and a banner says so on every page, SANDBOX.md). */
+.topbar.test-mode{--c-top:#7a3a00;--c-top-hover:#8f4500;--c-top-current:#9c4c00;--c-top-line:#c27a3a}
 /* A dark scheme for who asks their system for one: the same tokens, contrast checked by axe in the tests. */
 @media (prefers-color-scheme:dark){:root{
 --c-fg:#e6edf3;--c-muted:#9ea7b3;--c-line:#3d444d;--c-surface:#0d1117;--c-subtle:#161b22;--c-accent:#58a6ff;
@@ -20,7 +23,9 @@ color-scheme:light dark;
 --c-s2:#3fb950;--c-s4:#d29922;--c-s5:#ff7b72;
 --c-top:#010409;--c-top-fg:#f0f6fc;--c-top-muted:#b7bdc8;--c-top-hover:#21262d;--c-top-current:#30363d;--c-top-line:#3d444d;
 --c-chip-bg:#0c2d6b;--c-chip-fg:#cae8ff;--c-notice-bg:#0f2e1c;--c-notice-line:#2e6c40;--c-alert-bg:#3a1519;--c-alert-line:#8e1519;
---c-warning-bg:#2e2410;--c-warning-line:#7d5e12;--c-current-row:#121d2f;--c-focus:#58a6ff;--shadow:none}}
+--c-warning-bg:#2e2410;--c-warning-line:#7d5e12;--c-current-row:#121d2f;--c-focus:#58a6ff;--shadow:none;
+--c-test-bg:#3b1d00;--c-test-fg:#ffd9b0;--c-test-line:#d2802a}
+.topbar.test-mode{--c-top:#4a2400;--c-top-hover:#5e2e00;--c-top-current:#6e3700}}
 *{box-sizing:border-box}body{margin:0;font:var(--t-base)/var(--lh) var(--font);color:var(--c-fg);background:var(--c-surface)}
 a{color:var(--c-accent)}h1{font-size:var(--t-xl);margin:var(--s-1) 0 var(--s-4);line-height:1.25}h2{font-size:var(--t-lg);margin:var(--s-5) 0 var(--s-2)}
 :focus-visible{outline:2px solid var(--c-focus);outline-offset:2px}
@@ -83,7 +88,12 @@ meter{width:16rem;max-width:100%;height:1.2rem;vertical-align:middle}
 .badge{display:inline-block;background:var(--c-chip-bg);color:var(--c-chip-fg);border-radius:var(--r-full);padding:0 .55rem;font-size:var(--t-xs);white-space:nowrap}tr.current td{background:var(--c-current-row)}
 fieldset.policy{border:1px solid var(--c-line);border-radius:var(--r-md);padding:.4rem .9rem .6rem;margin:var(--s-2) 0 var(--s-4);max-width:40rem}fieldset.policy legend{font-weight:600}fieldset.policy+.hint{margin:0 0 var(--s-3)}
 .choice{display:grid;grid-template-columns:auto 1fr;gap:0 var(--s-2);margin:var(--s-2) 0}.choice .hint{grid-column:2}td.member-actions form{display:block;margin:0 0 .3rem}.status{white-space:nowrap}.status.s2{color:var(--c-s2)}.status.s4{color:var(--c-s4)}.status.s5{color:var(--c-s5)}
+.test-banner{display:flex;flex-wrap:wrap;align-items:center;gap:var(--s-2) var(--s-4);padding:var(--s-2) var(--s-5);background:var(--c-test-bg);color:var(--c-test-fg);border-bottom:3px solid var(--c-test-line)}
+.test-banner p{margin:0}.mode-switch[aria-checked=true]{background:var(--c-test-bg);color:var(--c-test-fg);font-weight:600}
+.mode-switch::before{content:"";display:inline-block;width:.7em;height:.7em;border-radius:50%;border:2px solid currentColor;margin-right:.35em;vertical-align:-.05em}
+.mode-switch[aria-checked=true]::before{background:currentColor}
 @media (max-width:48rem){
+.test-banner{padding:var(--s-2) var(--s-3)}
 .topbar{gap:var(--s-2) var(--s-4);padding:var(--s-2) var(--s-3)}
 .nav-title{margin-left:0}.sep{display:none}main{padding:var(--s-4) var(--s-3)}
 table{display:block;overflow-x:auto;max-width:100%;position:relative}

@@ -4,9 +4,10 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Ctx } from '../domain/context.js';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.js';
-import { describeOrigin } from '../domain/apiKeys/apiKeys.js';
+import { describeOrigin, type KeyAdmin } from '../domain/apiKeys/apiKeys.js';
 import { browserName } from '../web/browserName.js';
 import { findSession, signOut, type SessionView } from '../domain/sessions/sessions.js';
+import { ensureSandbox, type Mode } from '../domain/orgs/sandbox.js';
 
 export const SESSION_COOKIE = 'od_session';
 const FLASH_COOKIE = 'od_flash';
@@ -15,7 +16,52 @@ declare module 'fastify' {
   interface FastifyRequest {
     session?: SessionView;
     sessionToken?: string;
+    /** Whose data this page shows (set for every signed-in page by its group in plugin.ts). */
+    shown?: Shown;
   }
+}
+
+/**
+ * The organisation a page shows: its data and Developer pages show the session's mode (the
+ * sandbox in test mode), its settings pages the live organisation (people and settings are
+ * shared, SANDBOX.md). Decided once per page group in plugin.ts: a page asks ctxOf / shownOf and
+ * never reads the session's organisation for its data.
+ */
+export interface Shown {
+  /** The org_id the page's data queries use: the live organisation's, or its sandbox's. */
+  orgId: string;
+  /** The live organisation (memberships, roles, settings, API key admins). */
+  liveOrgId: string;
+  mode: Mode;
+}
+
+/** preHandler of the data and Developer pages: they show the session's mode. */
+export function showsTheMode(db: Kysely<Database>) {
+  return async function preHandler(request: FastifyRequest): Promise<void> {
+    const session = request.session;
+    if (!session) return;
+    if (!session.testMode) {
+      request.shown = { orgId: session.orgId, liveOrgId: session.orgId, mode: 'live' };
+      return;
+    }
+    // Read with the session from its live organisation each time (never stored: no stale id).
+    const sandbox = session.sandboxOrgId ?? (await ensureSandbox(db, session.orgId));
+    request.shown = { orgId: sandbox, liveOrgId: session.orgId, mode: 'test' };
+  };
+}
+
+/** preHandler of the settings pages (members, security, SSO, account, re-authentication): always live. */
+export async function showsLive(request: FastifyRequest): Promise<void> {
+  const session = request.session;
+  if (session) request.shown = { orgId: session.orgId, liveOrgId: session.orgId, mode: 'live' };
+}
+
+/** Whose data this page shows; a page registered outside plugin.ts's groups fails rather than guess. */
+export function shownOf(request: FastifyRequest): Shown {
+  if (!request.session) throw new UnauthorizedError('Sign in first.');
+  if (!request.shown)
+    throw new Error(`${request.routeOptions.url ?? request.url} is in no page group (plugin.ts): it cannot tell live from test.`);
+  return request.shown;
 }
 
 /**
@@ -101,11 +147,28 @@ export function ctxOf(request: FastifyRequest, db: Kysely<Database>): Ctx {
   if (!session) throw new UnauthorizedError('Sign in first.');
   return {
     db,
-    orgId: session.orgId,
+    orgId: shownOf(request).orgId,
     actor: { kind: 'user', userId: session.userId, role: session.role },
     requestId: request.id,
     now: new Date(),
   };
+}
+
+/**
+ * Who manages the API keys this page shows: an admin of the live organisation (keys of both modes
+ * are managed there), and the mode whose keys the page lists, makes and revokes.
+ */
+export function keyAdminOf(request: FastifyRequest, db: Kysely<Database>): { admin: KeyAdmin; mode: Mode } {
+  const session = request.session;
+  if (!session) throw new UnauthorizedError('Sign in first.');
+  const shown = shownOf(request);
+  return { admin: { db, orgId: shown.liveOrgId, userId: session.userId, now: new Date() }, mode: shown.mode };
+}
+
+/** keyAdminOf's answer as listApiKeys's arguments. */
+export function keyListArgs(request: FastifyRequest, db: Kysely<Database>): [KeyAdmin, Mode] {
+  const { admin, mode } = keyAdminOf(request, db);
+  return [admin, mode];
 }
 
 /** A one-time message shown on the next page (after a redirect). */

@@ -21,6 +21,8 @@ export interface DashboardDeps {
   signInThrottle: SignInThrottle;
   /** DAILY_QUOTA, for the Usage page. */
   dailyQuota: number;
+  /** SANDBOX_DAILY_QUOTA, for the Usage page in test mode. */
+  sandboxDailyQuota: number;
   /** Invitations and password resets: the mailer (null without SMTP_URL), PUBLIC_URL, the links' lifetimes. */
   identity: IdentityDeps;
   /** Counts a sign-in step in /metrics (orgdata_sign_ins_total); a no-op without METRICS_TOKEN. */

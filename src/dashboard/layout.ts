@@ -55,7 +55,7 @@ function header(session: SessionView, section: Section): Html {
         >${NAV_ICONS[item.section] ? icon(NAV_ICONS[item.section]!) : ''}<span>${item.label}</span></a
       >
     </li>`;
-  return html`<header class="topbar">
+  return html`<header class="topbar${session.testMode ? ' test-mode' : ''}">
     <a class="brand" href="/">orgdata</a>
     <button type="button" class="menu-toggle secondary" aria-expanded="false" aria-controls="site-menu">${icon('menu')}Menu</button>
     <div class="site-menu" id="site-menu">
@@ -85,11 +85,38 @@ function header(session: SessionView, section: Section): Html {
               </form>`
             : html`<span class="org">${session.orgName}</span>`
         }
+        ${testModeSwitch(session)}
         <a class="email" href="/settings/account" title="Your account">${session.email}</a>
         <form method="post" action="/logout" class="inline">${csrf(session)}<button type="submit" class="secondary">Sign out</button></form>
       </div>
     </div>
   </header>`;
+}
+
+/**
+ * Test mode's switch (SANDBOX.md, "Dashboard"), for every member: a form of this site (CSRF token),
+ * never a link, so no other site and no URL can switch a person's view.
+ */
+function testModeSwitch(session: SessionView): Html {
+  return html`<form method="post" action="/test-mode" class="inline">
+    ${csrf(session)}<input type="hidden" name="mode" value="${session.testMode ? 'live' : 'test'}" />
+    <button type="submit" class="secondary mode-switch" role="switch" aria-checked="${session.testMode ? 'true' : 'false'}">
+      Test mode
+    </button>
+  </form>`;
+}
+
+/** On every page of a session in test mode, outside the folding menu: what is shown is test data. */
+function testModeBanner(session: SessionView): Html {
+  if (!session.testMode) return html``;
+  return html`<div class="test-banner" id="test-mode-banner">
+    <p>
+      <strong>Test mode</strong> — you are viewing ${session.orgName}'s test data, apart from live data. Members and settings are shared.
+    </p>
+    <form method="post" action="/test-mode" class="inline">
+      ${csrf(session)}<input type="hidden" name="mode" value="live" /><button type="submit" class="secondary">Leave test mode</button>
+    </form>
+  </div>`;
 }
 
 export function page(options: PageOptions): string {
@@ -103,7 +130,7 @@ export function page(options: PageOptions): string {
         <script src="/assets/dashboard.js" defer></script>
       </head>
       <body>
-        ${options.session ? header(options.session, options.section ?? 'none') : ''}
+        ${options.session ? html`${header(options.session, options.section ?? 'none')}${testModeBanner(options.session)}` : ''}
         <main id="main">${options.notice ? html`<div class="notice" role="status">${options.notice}</div>` : ''} ${options.body}</main>
       </body>
     </html>`.value;

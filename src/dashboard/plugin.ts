@@ -7,7 +7,7 @@ import { isConnectionLost, isContention, isStatementTimeout } from '../db/errors
 import { setPageHeaders } from '../web/pageHeaders.js';
 import { CSS, JS } from './assets.js';
 import { PASSKEYS_JS, WEBAUTHN_JS } from './passkeyAssets.js';
-import { checkCsrf, requireSession, text } from './context.js';
+import { checkCsrf, requireSession, showsLive, showsTheMode, text } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 import { activityPages } from './pages/data/activity.js';
@@ -43,7 +43,9 @@ import { webhookDetailPages } from './pages/developer/webhookDetail.js';
 import { webhookPages } from './pages/developer/webhooks.js';
 import { requestLogPages } from './pages/developer/requestLog.js';
 import { usagePages } from './pages/developer/usage.js';
+import { testDataPages } from './pages/developer/testData.js';
 import { overviewPages } from './pages/data/overview.js';
+import { testModePages } from './pages/settings/testMode.js';
 import type { DashboardDeps } from './dashboardDeps.js';
 import { boundVisits } from './visitLimits.js';
 
@@ -125,6 +127,7 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     maxImportBytes: options.maxImportBytes,
     webhooks: options.webhooks,
     dailyQuota: options.dailyQuota,
+    sandboxDailyQuota: options.sandboxDailyQuota,
     signInThrottle: options.signInThrottle,
     identity: options.identity,
     countSignIn: options.countSignIn,
@@ -191,28 +194,38 @@ export const dashboard: FastifyPluginAsync<DashboardDeps> = async (app, options)
     });
     // The organisation's two-factor policy holds back, on every request, whoever it covers and has no second factor.
     pages.addHook('preHandler', requireTwoFactorEnrolment(deps.db));
-    await pages.register(overviewPages, deps);
-    await pages.register(contactPages, deps);
-    await pages.register(labelPages, deps);
-    await pages.register(groupPages, deps);
-    await pages.register(filePages, deps);
-    await pages.register(importPages, deps);
-    await pages.register(activityPages, deps);
-    await pages.register(memberPages, deps);
-    await pages.register(invitationPages, deps);
-    await pages.register(accountPages, deps);
-    await pages.register(passkeyPages, deps);
-    await pages.register(passkeyReauthPages, deps);
-    await pages.register(twoFactorPages, deps);
-    await pages.register(accountSessionPages, deps);
-    await pages.register(memberSecurityPages, deps);
-    await pages.register(reauthPages, deps);
-    await pages.register(securityPages, deps);
-    await pages.register(ssoSettingsPages, deps);
-    await pages.register(developerPages, deps);
-    await pages.register(webhookPages, deps);
-    await pages.register(requestLogPages, deps);
-    await pages.register(usagePages, deps);
-    await pages.register(webhookDetailPages, deps);
+    // Data and Developer pages show the session's mode (the sandbox in test mode); settings
+    // pages the live organisation. Decided here, once per group: a page cannot forget it.
+    await pages.register(async (data) => {
+      data.addHook('preHandler', showsTheMode(deps.db));
+      await data.register(overviewPages, deps);
+      await data.register(contactPages, deps);
+      await data.register(labelPages, deps);
+      await data.register(groupPages, deps);
+      await data.register(filePages, deps);
+      await data.register(importPages, deps);
+      await data.register(activityPages, deps);
+      await data.register(developerPages, deps);
+      await data.register(webhookPages, deps);
+      await data.register(requestLogPages, deps);
+      await data.register(usagePages, deps);
+      await data.register(webhookDetailPages, deps);
+      await data.register(testDataPages, deps);
+    });
+    await pages.register(async (settings) => {
+      settings.addHook('preHandler', showsLive);
+      await settings.register(testModePages, deps);
+      await settings.register(memberPages, deps);
+      await settings.register(invitationPages, deps);
+      await settings.register(accountPages, deps);
+      await settings.register(passkeyPages, deps);
+      await settings.register(passkeyReauthPages, deps);
+      await settings.register(twoFactorPages, deps);
+      await settings.register(accountSessionPages, deps);
+      await settings.register(memberSecurityPages, deps);
+      await settings.register(reauthPages, deps);
+      await settings.register(securityPages, deps);
+      await settings.register(ssoSettingsPages, deps);
+    });
   });
 };

@@ -89,6 +89,7 @@ export async function reauthenticated(request: FastifyRequest, reply: FastifyRep
     method: session.method,
     origin: originOf(request),
     accountProof: true,
+    testMode: session.testMode,
   });
   await startSession(request, reply, deps.db, opened, deps.secureCookies);
   const orgs = await orgsOfUser(deps.db, session.userId);

@@ -29,6 +29,7 @@ import * as ssoDomainVerification from './migrations/023_sso_domain_verification
 import * as boundedSignIn from './migrations/025_bounded_sign_in.js';
 import * as ssoLinksConsent from './migrations/026_sso_links_consent.js';
 import * as sandbox from './migrations/027_sandbox.js';
+import * as sessionTestMode from './migrations/028_session_test_mode.js';
 import { isConnectionLost, isStatementTimeout } from './errors.js';
 import { openPostgres, type PoolStats } from './postgres.js';
 import type { Database } from './schema.js';
@@ -240,6 +241,7 @@ export const migrations: Record<string, Migration> = {
   '025_bounded_sign_in': boundedSignIn,
   '026_sso_links_consent': ssoLinksConsent,
   '027_sandbox': sandbox,
+  '028_session_test_mode': sessionTestMode,
 };
 
 /** Every migration's name, oldest first (the upgrade test builds a database at each). */

@@ -199,6 +199,8 @@ export interface SessionsTable {
   origin: string | null;
   /** When the account's own factors were last proved in it (migration 022); null in an SSO-opened session until then. */
   account_proof_at: Generated<string | null>;
+  /** 1 while the session shows the organisation's sandbox (test mode, migration 028); 0 live. */
+  test_mode: Generated<number>;
 }
 
 /** Facts about the installation, one row each (`secret_fingerprint`). */

@@ -519,4 +519,6 @@ export const FIXTURES: Record<string, (f: Fixture) => Promise<void>> = {
     });
     f.seed.testApiKey = { key: plain, orgId: sandboxId, contactId: contact.id };
   },
+  // A session column only (sessions.test_mode, default 0): every session from before is live.
+  async '028_session_test_mode'() {},
 };

@@ -41,9 +41,12 @@ export async function exportData(config: Config, dir: string, scope: ExportScope
     const snapshot = await openSnapshot(config);
     let tables: Record<string, TableEntry>;
     let migrations: string[];
+    let modes: ExportManifest['modes'];
     try {
-      if (scope.kind === 'org') await requireOrg(snapshot, scope.orgId);
-      tables = await writeTables(snapshot, dir, scope);
+      // An organisation's export holds both its modes (SANDBOX.md): its live data and its sandbox's.
+      const orgIds = scope.kind === 'org' ? await orgIdsOf(snapshot, scope.orgId) : [];
+      if (scope.kind === 'org') modes = { live: scope.orgId, test: orgIds[1] ?? null };
+      tables = await writeTables(snapshot, dir, scope, orgIds);
       migrations = (await snapshot.query('select name from kysely_migration order by name')).map((row) => String(row.name));
     } finally {
       await snapshot.close();
@@ -54,7 +57,7 @@ export async function exportData(config: Config, dir: string, scope: ExportScope
       format: FORMAT,
       format_version: FORMAT_VERSION,
       scope: scope.kind,
-      ...(scope.kind === 'org' ? { org_id: scope.orgId } : {}),
+      ...(scope.kind === 'org' ? { org_id: scope.orgId, modes } : {}),
       orgdata_version: version(),
       created_at: new Date().toISOString(),
       source_dialect: db.dialect,
@@ -68,12 +71,16 @@ export async function exportData(config: Config, dir: string, scope: ExportScope
   });
 }
 
-async function requireOrg(snapshot: Snapshot, orgId: string): Promise<void> {
-  const found = await snapshot.query(`select id from orgs where id = ${snapshot.dialect === 'sqlite' ? '?' : '$1'}`, [orgId]);
+/** The organisation's id and, when it has one, its sandbox's (test mode): [live] or [live, sandbox]. */
+async function orgIdsOf(snapshot: Snapshot, orgId: string): Promise<string[]> {
+  const p = snapshot.dialect === 'sqlite' ? '?' : '$1';
+  const found = await snapshot.query(`select id from orgs where id = ${p} and live_org_id is null`, [orgId]);
   if (found.length === 0) throw new OperatorError('not_found', `there is no organisation ${orgId} (see \`orgdata org list\`)`);
+  const sandbox = await snapshot.query(`select id from orgs where live_org_id = ${p}`, [orgId]);
+  return sandbox[0] ? [orgId, String(sandbox[0].id)] : [orgId];
 }
 
-async function writeTables(snapshot: Snapshot, dir: string, scope: ExportScope): Promise<Record<string, TableEntry>> {
+async function writeTables(snapshot: Snapshot, dir: string, scope: ExportScope, orgIds: string[]): Promise<Record<string, TableEntry>> {
   const tables: Record<string, TableEntry> = {};
   for (const name of await dataTables(snapshot.dialect, snapshot.query)) {
     const orgColumn = TABLES.find((table) => table.name === name)!.orgColumn;
@@ -81,7 +88,7 @@ async function writeTables(snapshot: Snapshot, dir: string, scope: ExportScope):
     const columns = await storedColumns(snapshot.dialect, snapshot.query, name);
     const writer = new LinesWriter(path.join(dir, tableFile(name)));
     try {
-      for await (const row of snapshot.rows(name, columns, scope.kind === 'org' ? [orgColumn!, scope.orgId] : undefined)) {
+      for await (const row of snapshot.rows(name, columns, scope.kind === 'org' ? [orgColumn!, orgIds] : undefined)) {
         const line: Record<string, unknown> = {};
         for (const column of columns) line[column] = encodeValue(row[column]);
         await writer.write(line);

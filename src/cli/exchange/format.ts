@@ -39,6 +39,12 @@ export interface ExportManifest {
   /** `instance`: the whole installation, for `orgdata import`; `org`: one organisation's data, for its owner. */
   scope: 'instance' | 'org';
   org_id?: string;
+  /**
+   * Org scope: the organisation's two modes (SANDBOX.md, "an org export holds both, marked"). Every
+   * row whose org_id (an org row's id) is `test` is test-mode data, its sandbox's (ids begin
+   * `sbx_`); `test` is null when the organisation has no sandbox.
+   */
+  modes?: { live: string; test: string | null };
   orgdata_version: string;
   created_at: string;
   source_dialect: 'sqlite' | 'postgres';

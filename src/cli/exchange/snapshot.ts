@@ -18,8 +18,8 @@ const PAGE = 1000;
 export interface Snapshot {
   dialect: 'sqlite' | 'postgres';
   query: Query;
-  /** The rows of a table (those with `where[0] = where[1]` when given), one at a time. */
-  rows(table: string, columns: string[], where?: [string, string]): AsyncIterable<Record<string, unknown>>;
+  /** The rows of a table (those whose column `where[0]` is one of `where[1]` when given), one at a time. */
+  rows(table: string, columns: string[], where?: [string, string[]]): AsyncIterable<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
@@ -27,8 +27,9 @@ export async function openSnapshot(config: Config): Promise<Snapshot> {
   return config.databaseUrl ? openPostgresSnapshot(config.databaseUrl) : openSqliteSnapshot(config.dataDir);
 }
 
-function selectText(table: string, columns: string[], where: [string, string] | undefined, placeholder: string): string {
-  return `select ${columns.map(quoted).join(', ')} from ${quoted(table)}${where ? ` where ${quoted(where[0])} = ${placeholder}` : ''}`;
+function selectText(table: string, columns: string[], where: [string, string[]] | undefined, placeholder: (n: number) => string): string {
+  const among = where ? ` where ${quoted(where[0])} in (${where[1].map((_, i) => placeholder(i + 1)).join(', ')})` : '';
+  return `select ${columns.map(quoted).join(', ')} from ${quoted(table)}${among}`;
 }
 
 function openSqliteSnapshot(dataDir: string): Snapshot {
@@ -41,9 +42,9 @@ function openSqliteSnapshot(dataDir: string): Snapshot {
     dialect: 'sqlite',
     query: (text, params = []) => Promise.resolve(db.prepare(text).all(...params) as Record<string, unknown>[]),
     async *rows(table, columns, where) {
-      const statement = db.prepare(selectText(table, columns, where, '?'));
+      const statement = db.prepare(selectText(table, columns, where, () => '?'));
       // iterate() steps through the table: one row in memory at a time.
-      for (const row of statement.iterate(...(where ? [where[1]] : []))) yield row as Record<string, unknown>;
+      for (const row of statement.iterate(...(where ? where[1] : []))) yield row as Record<string, unknown>;
     },
     close: () => {
       if (db.inTransaction) db.exec('commit');
@@ -69,7 +70,10 @@ async function openPostgresSnapshot(databaseUrl: string): Promise<Snapshot> {
     query: async (text, params = []) => (await client.query(text, params)).rows as Record<string, unknown>[],
     async *rows(table, columns, where) {
       const cursor = `orgdata_export_${++cursors}`;
-      await client.query(`declare ${cursor} no scroll cursor for ${selectText(table, columns, where, '$1')}`, where ? [where[1]] : []);
+      await client.query(
+        `declare ${cursor} no scroll cursor for ${selectText(table, columns, where, (n) => `$${n}`)}`,
+        where ? where[1] : [],
+      );
       for (;;) {
         const { rows } = await client.query(`fetch ${PAGE} from ${cursor}`);
         for (const row of rows) yield row as Record<string, unknown>;

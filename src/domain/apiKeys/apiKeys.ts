@@ -165,22 +165,20 @@ function keyOrgs(db: Kysely<Database>, orgId: string) {
 }
 
 /** Revokes a key of the organisation, of either mode. */
-export async function revokeApiKey(admin: KeyAdmin, keyId: string): Promise<ApiKeyView> {
+export async function revokeApiKey(admin: KeyAdmin, keyId: string, mode: Mode | 'both' = 'both'): Promise<ApiKeyView> {
   await requireAdmin(admin);
+  // The dashboard revokes in the mode it shows (a key of the other mode is not found there); the CLI in both.
+  const orgIds = await keyOrgIds(admin, mode);
+  if (orgIds.length === 0) throw new NotFoundError(`No API key ${keyId} in this organisation.`);
   await admin.db
     .updateTable('api_keys')
     .set({ revoked_at: nowIso(admin.now), revoked_reason: 'revoked' })
     .where('id', '=', keyId)
-    .where('org_id', 'in', keyOrgs(admin.db, admin.orgId))
+    .where('org_id', 'in', orgIds)
     .where('revoked_at', 'is', null)
     .execute();
   await keysRevoked();
-  const row = await admin.db
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('id', '=', keyId)
-    .where('org_id', 'in', keyOrgs(admin.db, admin.orgId))
-    .executeTakeFirst();
+  const row = await admin.db.selectFrom('api_keys').selectAll().where('id', '=', keyId).where('org_id', 'in', orgIds).executeTakeFirst();
   if (!row) throw new NotFoundError(`No API key ${keyId} in this organisation.`);
   return toApiKeyView(row);
 }

@@ -170,7 +170,15 @@ export async function activityActors(ctx: Ctx): Promise<{ keys: ActorChoice[]; m
       .selectFrom('memberships')
       .innerJoin('users', 'users.id', 'memberships.user_id')
       .select(['users.id', 'users.email'])
-      .where('memberships.org_id', '=', ctx.orgId)
+      // A sandbox's people are its live organisation's (test mode, SANDBOX.md).
+      .where(
+        'memberships.org_id',
+        'in',
+        ctx.db
+          .selectFrom('orgs')
+          .select((eb) => eb.fn.coalesce('orgs.live_org_id', 'orgs.id').as('org_id'))
+          .where('orgs.id', '=', ctx.orgId),
+      )
       .orderBy('users.email')
       .execute(),
   ]);

@@ -40,6 +40,13 @@ export interface SessionView {
   accountProofAt: string | null;
   /** The organisation's two-factor policy (nobody | admins | everyone). */
   requireTwoFactor: TwoFactorPolicy;
+  /**
+   * Test mode (SANDBOX.md): the session shows the organisation's sandbox on its data and Developer
+   * pages. A flag of the session, switched by a form (setTestMode), never by a URL.
+   */
+  testMode: boolean;
+  /** The sandbox of `orgId` while testMode is on and it exists (read with the session, never stored). */
+  sandboxOrgId: string | null;
 }
 
 /** How a session was opened, for the person's list of sessions and for re-authentication. */
@@ -59,6 +66,8 @@ export interface SessionOpening {
    * that organisation only, IDENTITY.md rule 8).
    */
   accountProof?: boolean;
+  /** Test mode carried over when the session is only replaced (re-authentication); off by default. */
+  testMode?: boolean;
 }
 
 // last_seen_at is written when a request finds it older than this, not on every request.
@@ -167,6 +176,7 @@ export async function openSession(
       account_proof_at: (opening.accountProof ?? opening.method !== 'sso') ? (opening.authenticatedAt ?? nowIso(now)) : null,
       last_seen_at: nowIso(now),
       origin: opening.origin,
+      test_mode: opening.testMode ? 1 : 0,
     })
     .execute();
   return { token, expiresAt };
@@ -216,7 +226,11 @@ export async function findSession(
     .leftJoin('memberships', (join) =>
       join.onRef('memberships.org_id', '=', 'sessions.org_id').onRef('memberships.user_id', '=', 'sessions.user_id'),
     )
+    // The sandbox of the session's organisation, in test mode only: read here, never stored.
+    .leftJoin('orgs as sandbox', (join) => join.onRef('sandbox.live_org_id', '=', 'sessions.org_id').on('sessions.test_mode', '=', 1))
     .select([
+      'sessions.test_mode',
+      'sandbox.id as sandbox_id',
       'sessions.user_id',
       'sessions.org_id',
       'sessions.csrf_token',
@@ -260,6 +274,8 @@ export async function findSession(
     role: row.role,
     csrfToken: row.csrf_token,
     orgs: await membershipsOf(db, row.user_id),
+    testMode: row.test_mode === 1,
+    sandboxOrgId: row.test_mode === 1 ? row.sandbox_id : null,
   };
 }
 
@@ -272,7 +288,21 @@ export async function switchOrg(db: Kysely<Database>, token: string, session: Se
   if (!session.orgs.some((org) => org.id === orgId)) throw new ForbiddenError('You are not a member of that organisation.');
   const refused = await switchRefusedBySso(db, session, orgId);
   if (refused) throw new ForbiddenError(refused);
-  await db.updateTable('sessions').set({ org_id: orgId }).where('id_hash', '=', hashToken(token)).execute();
+  // Test mode ends with the switch: the next organisation opens live (its own sandbox, if the
+  // person turns test mode on again, is read from it then).
+  await db.updateTable('sessions').set({ org_id: orgId, test_mode: 0 }).where('id_hash', '=', hashToken(token)).execute();
+}
+
+/**
+ * Turns test mode on or off for this session only (SANDBOX.md, "Dashboard"). The caller has
+ * checked the form's CSRF token and, to turn it on, made the organisation's sandbox.
+ */
+export async function setTestMode(db: Kysely<Database>, token: string, on: boolean): Promise<void> {
+  await db
+    .updateTable('sessions')
+    .set({ test_mode: on ? 1 : 0 })
+    .where('id_hash', '=', hashToken(token))
+    .execute();
 }
 
 /** Deletes the sessions past SESSION_DAYS or idle past `idleMinutes` (housekeeping: findSession refuses them anyway). */

@@ -11,7 +11,7 @@ import {
 import { NotFoundError, ValidationError } from '../../../domain/errors.js';
 import { expandScopes, isScope, SCOPES } from '../../../domain/scopes.js';
 import type { SessionView } from '../../../domain/sessions/sessions.js';
-import { adminOnly, flash, list, requireAdmin, takeFlash, text } from '../../context.js';
+import { adminOnly, flash, keyAdminOf, list, requireAdmin, shownOf, takeFlash, text } from '../../context.js';
 import { requireRecentAuthentication } from '../../reauth.js';
 import { emptyState, field, fieldErrors, html, type FieldErrors, type Html } from '../../html.js';
 import { icon } from '../../icons.js';
@@ -133,11 +133,12 @@ function expiresInDays(value: string): number | null {
 
 export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, deps) => {
   const { db, secret } = deps;
+  // An admin of the live organisation manages the keys; the page lists, makes and revokes those of the mode it shows.
   const adminOf = (request: FastifyRequest): KeyAdmin => {
     requireAdmin(request);
-    const session = request.session!;
-    return { db, orgId: session.orgId, userId: session.userId, now: new Date() };
+    return keyAdminOf(request, db).admin;
   };
+  const modeOf = (request: FastifyRequest) => shownOf(request).mode;
 
   async function keysPage(
     request: FastifyRequest,
@@ -146,7 +147,7 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
   ) {
     const admin = adminOf(request);
     const session = request.session!;
-    const [keys, creators] = await Promise.all([listApiKeys(admin), keyCreatorEmails(admin)]);
+    const [keys, creators] = await Promise.all([listApiKeys(admin, modeOf(request)), keyCreatorEmails(admin)]);
     const { created, errors } = options;
     return reply
       .code(options.status ?? 200)
@@ -178,8 +179,12 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
             }
             <h2>API keys</h2>
             <p>
-              Keys give programs access to ${session.orgName}'s data through the API. A key stops working when it is revoked, when it
-              expires, or when the admin who created it stops being an admin.
+              ${
+                modeOf(request) === 'test'
+                  ? html`Test keys (<code>od_test_…</code>) reach only ${session.orgName}'s test data, never live data.`
+                  : html`Keys give programs access to ${session.orgName}'s data through the API.`
+              }
+              A key stops working when it is revoked, when it expires, or when the admin who created it stops being an admin.
             </p>
             <p>
               From Node.js, the official TypeScript client follows cursors, retries and sends idempotency keys for you: read the
@@ -194,7 +199,7 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
   }
 
   async function keyNamed(request: FastifyRequest, id: string): Promise<ApiKeyView> {
-    const key = (await listApiKeys(adminOf(request))).find((k) => k.id === id);
+    const key = (await listApiKeys(adminOf(request), modeOf(request))).find((k) => k.id === id);
     if (!key) throw new NotFoundError(`No API key ${id} in this organisation.`);
     return key;
   }
@@ -220,6 +225,7 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
           name: values.name ?? '',
           scopes,
           expiresInDays: expiresInDays(values.expires ?? ''),
+          mode: modeOf(request),
         });
         // Shown in this response only: never redirected through a URL or kept in a cookie.
         return keysPage(request, reply, { created });
@@ -261,7 +267,7 @@ export const developerPages: FastifyPluginAsync<DashboardDeps> = async (app, dep
 
   app.post<{ Params: { id: string } }>(`${DEVELOPER}/keys/:id/revoke`, async (request, reply) => {
     requireAdmin(request);
-    const key = await revokeApiKey(adminOf(request), request.params.id);
+    const key = await revokeApiKey(adminOf(request), request.params.id, modeOf(request));
     flash(reply, `Revoked key ${key.name} (…${key.last4}). Requests with it are now refused.`);
     return reply.redirect(DEVELOPER, 303);
   });

@@ -6,16 +6,17 @@ export const DEVELOPER = '/settings/developer';
 export const WEBHOOKS = `${DEVELOPER}/webhooks`;
 export const LOGS = `${DEVELOPER}/logs`;
 export const USAGE = `${DEVELOPER}/usage`;
+export const TEST_DATA = `${DEVELOPER}/test-data`;
 
-type Tab = 'keys' | 'webhooks' | 'logs' | 'usage';
+type Tab = 'keys' | 'webhooks' | 'logs' | 'usage' | 'test-data';
 
-/** Settings → Developer: API keys, webhooks, the request log and usage. */
+/** Settings → Developer: API keys, webhooks, the request log, usage and resetting test data. */
 export function developerTabs(current: Tab): Html {
   const tab = (id: Tab, href: string, label: string) =>
     html`<li><a href="${href}" ${id === current ? html` aria-current="page"` : ''}>${label}</a></li>`;
   return html`<nav aria-label="Developer settings" class="tabs">
     <ul>
-      ${tab('keys', DEVELOPER, 'API keys')}${tab('webhooks', WEBHOOKS, 'Webhooks')}${tab('logs', LOGS, 'Logs')}${tab('usage', USAGE, 'Usage')}
+      ${tab('keys', DEVELOPER, 'API keys')}${tab('webhooks', WEBHOOKS, 'Webhooks')}${tab('logs', LOGS, 'Logs')}${tab('usage', USAGE, 'Usage')}${tab('test-data', TEST_DATA, 'Test data')}
     </ul>
   </nav>`;
 }

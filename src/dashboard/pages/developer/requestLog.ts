@@ -11,7 +11,7 @@ import {
   type RequestFilters,
   type StatusClass,
 } from '../../../domain/requests/requestLog.js';
-import { ctxOf, requireAdmin } from '../../context.js';
+import { ctxOf, keyListArgs, requireAdmin } from '../../context.js';
 import { emptyState, html, type Html } from '../../html.js';
 import type { DashboardDeps } from '../../dashboardDeps.js';
 import { developerPage, LOGS } from './developerTabs.js';
@@ -149,7 +149,7 @@ export const requestLogPages: FastifyPluginAsync<DashboardDeps> = async (app, { 
     const ctx = ctxOf(request, db);
     const session = request.session!;
     const q = request.query;
-    const keyList = await listApiKeys({ db, orgId: ctx.orgId, userId: session.userId, now: ctx.now });
+    const keyList = await listApiKeys(...keyListArgs(request, db));
     const keys = new Map(keyList.map((k) => [k.id, k]));
     const filters: RequestFilters = {
       keyId: q.key || undefined,

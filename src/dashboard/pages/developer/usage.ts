@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { listApiKeys } from '../../../domain/apiKeys/apiKeys.js';
 import { requestUsage, type StatusClass, type UsageDay } from '../../../domain/requests/requestLog.js';
-import { ctxOf, requireAdmin } from '../../context.js';
+import { ctxOf, keyListArgs, requireAdmin, shownOf } from '../../context.js';
 import { formatNumber, html, type Html } from '../../html.js';
 import type { DashboardDeps } from '../../dashboardDeps.js';
 import { developerPage, USAGE } from './developerTabs.js';
@@ -102,13 +102,15 @@ function table(days: UsageDay[], caption: string): Html {
 }
 
 /** Settings → Developer → Usage (admins): requests per day for 30 days, the organisation's and each key's. */
-export const usagePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, dailyQuota }) => {
+export const usagePages: FastifyPluginAsync<DashboardDeps> = async (app, { db, dailyQuota: liveQuota, sandboxDailyQuota }) => {
   app.get(USAGE, async (request, reply) => {
     requireAdmin(request);
     const ctx = ctxOf(request, db);
     const session = request.session!;
+    // The sandbox has its own daily quota (SANDBOX_DAILY_QUOTA).
+    const dailyQuota = shownOf(request).mode === 'test' ? sandboxDailyQuota : liveQuota;
     const usage = await requestUsage(ctx, DAYS);
-    const keys = new Map((await listApiKeys({ db, orgId: ctx.orgId, userId: session.userId, now: ctx.now })).map((k) => [k.id, k]));
+    const keys = new Map((await listApiKeys(...keyListArgs(request, db))).map((k) => [k.id, k]));
     const used = usage.quotaUsedToday;
     const share = Math.min(100, Math.round((used / dailyQuota) * 100));
     return reply.type('text/html; charset=utf-8').send(
