@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findSandbox } from '../src/domain/orgs/sandbox.js';
 import { signedIn, type DashboardUser } from './helpers/browserSession.js';
@@ -272,6 +274,22 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       });
     });
 
+    it('an admin demoted while in test mode loses the Developer pages and their test keys at once', async () => {
+      const demoted = await addMember(h, org.orgId, 'admin');
+      const browser = await signedIn(h, demoted.email);
+      await browser.post('/test-mode', { mode: 'test' });
+      const made = await browser.post('/settings/developer/keys', { name: 'soon gone', scopes: 'contacts:read', expires: '90' });
+      expect(made.statusCode, made.body.slice(0, 300)).toBe(200);
+      const key = /<code id="new-key">([^<]+)<\/code>/.exec(made.body)![1]!;
+      expect(key.startsWith('od_test_')).toBe(true);
+      expect((await h.call(key, 'GET', '/api/v1/contacts')).statusCode).toBe(200);
+      expect((await admin.post('/settings/members/role', { email: demoted.email, role: 'member', confirm: 'yes' })).statusCode).toBeLessThan(400);
+      expect((await db().selectFrom('memberships').select('role').where('user_id', '=', demoted.id).executeTakeFirstOrThrow()).role).toBe('member');
+      expect((await browser.get('/settings/developer')).statusCode).toBe(403);
+      expect((await browser.post('/settings/developer/test-data', { keys: '1' })).statusCode).toBe(403);
+      expect((await h.call(key, 'GET', '/api/v1/contacts')).statusCode).toBe(401);
+    });
+
     it('redirects after a switch only to a page of this site, whatever the Referer says', async () => {
       const user = await signedIn(h, (await addMember(h, org.orgId, 'member')).email);
       for (const referer of [
@@ -375,6 +393,35 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       const empty = await resetter.get('/contacts');
       expect(empty.body).toContain('id="test-mode-banner"');
       expect(empty.body).not.toContain('Lina');
+    });
+
+    it('links minted before a reset (an upload not yet sent, a download) write and give nothing after it', async () => {
+      const linkOrg = await h.newOrg('Links Wall');
+      const testKey = await linkOrg.key(ALL_SCOPES, { mode: 'test' });
+      const pending = (await h.call(testKey, 'POST', '/api/v1/files', { name: 'later.txt', content_type: 'text/plain', size: 5 })).json() as {
+        id: string;
+        upload_url: string;
+      };
+      const done = (await h.call(testKey, 'POST', '/api/v1/files', { name: 'now.txt', content_type: 'text/plain', size: 5 })).json() as {
+        id: string;
+        upload_url: string;
+      };
+      expect((await h.app.inject({ method: 'PUT', url: new URL(done.upload_url).pathname, payload: 'bytes' })).statusCode).toBe(200);
+      const link = await h.call(testKey, 'GET', `/api/v1/files/${done.id}/download`);
+      const downloadUrl = new URL(String((link.json() as { url?: string }).url ?? link.headers.location), 'http://x').pathname;
+      const keys = await db().selectFrom('files').select(['id', 'storage_key']).where('id', 'in', [pending.id, done.id]).execute();
+      const blobPath = (key: string) => path.join(h.config.dataDir, 'files', 'blobs', key);
+
+      const resetter = await signedIn(h, linkOrg.adminEmail);
+      expect((await resetter.post('/settings/developer/test-data', {})).statusCode).toBe(303);
+      const late = await h.app.inject({ method: 'PUT', url: new URL(pending.upload_url).pathname, payload: 'late!' });
+      expect(late.statusCode, late.body).toBeGreaterThanOrEqual(400);
+      expect(late.statusCode).toBeLessThan(500);
+      const gone = await h.app.inject({ method: 'GET', url: downloadUrl });
+      expect(gone.statusCode, gone.body).toBeGreaterThanOrEqual(400);
+      expect(gone.body).not.toContain('bytes');
+      for (const row of keys) if (row.storage_key) expect(existsSync(blobPath(row.storage_key)), row.id).toBe(false);
+      expect(existsSync(blobPath(`test/${(await findSandbox(h.db.kysely, linkOrg.orgId))!}/${pending.id}`))).toBe(false);
     });
 
     it('a cross-site form (no token, the other session\u2019s token) resets nothing, even right after a re-authentication', async () => {
