@@ -290,6 +290,21 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       expect((await h.call(key, 'GET', '/api/v1/contacts')).statusCode).toBe(401);
     });
 
+    it('demoting an admin whose only keys are test keys warns that they will be revoked, as it does for live keys', async () => {
+      const holder = await addMember(h, org.orgId, 'admin');
+      const testOnly = await org.key(['contacts:read'], { mode: 'test', userId: holder.id });
+      expect(testOnly.startsWith('od_test_')).toBe(true);
+      const members = await admin.get('/settings/members');
+      const row = members.body.slice(members.body.indexOf(holder.email));
+      expect(/<td>(\d+)<\/td>/.exec(row)?.[1], 'the members list counts their test key').toBe('1');
+      const asked = await admin.post('/settings/members/role', { email: holder.email, role: 'member' });
+      expect(asked.statusCode, 'a confirmation page, not a silent revocation').toBe(200);
+      expect(asked.body).toContain('revokes the 1 API key');
+      expect((await h.call(testOnly, 'GET', '/api/v1/contacts')).statusCode).toBe(200);
+      const removal = await admin.post('/settings/members/remove', { email: holder.email });
+      expect(removal.body).toContain('and revoke 1 API key');
+    });
+
     it('redirects after a switch only to a page of this site, whatever the Referer says', async () => {
       const user = await signedIn(h, (await addMember(h, org.orgId, 'member')).email);
       for (const referer of [
