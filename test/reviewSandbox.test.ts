@@ -226,6 +226,25 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       expect(await db().selectFrom('contacts').select('id').where('email', '=', 'mallory@example.com').where('org_id', '=', org.orgId).executeTakeFirst()).toBeUndefined();
     });
 
+    it('a filter naming a live label answers as one naming no label at all (no existence leak)', async () => {
+      const { key } = seeded.test;
+      const live = seeded.live.label;
+      const none = `lbl_${'0'.repeat(live.length - 4)}`;
+      const a = await h.call(key, 'GET', `/api/v1/contacts?label_id=${live}`);
+      const b = await h.call(key, 'GET', `/api/v1/contacts?label_id=${none}`);
+      expect(a.statusCode).toBe(b.statusCode);
+      const strip = (body: string, x: string) => {
+        const json = JSON.parse(body.replaceAll(x, 'ID')) as Record<string, unknown>;
+        delete json.request_id;
+        delete json.instance;
+        return json;
+      };
+      expect(strip(a.body, live)).toEqual(strip(b.body, none));
+      const events = await h.call(key, 'GET', `/api/v1/events?limit=100`);
+      expect(events.body).not.toContain(LIVE);
+      expect(events.body).not.toContain(seeded.live.contact);
+    });
+
     it('a download link minted for a sandbox file gives its bytes only; the live file is 404 through every path', async () => {
       const { key, file } = seeded.test;
       const link = await h.call(key, 'GET', `/api/v1/files/${file}/download`);
