@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findSandbox } from '../src/domain/orgs/sandbox.js';
-import { signedIn, type DashboardUser } from './helpers/browserSession.js';
+import { followRotation, signedIn, type DashboardUser } from './helpers/browserSession.js';
 import { addMember, ALL_SCOPES, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 /**
@@ -49,7 +49,11 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
     const label = await post('/api/v1/contacts/labels', { name: `label ${mark}` });
     const group = await post('/api/v1/groups', { name: `group ${mark}` });
     const file = await post('/api/v1/files', { name: `file-${mark}.txt`, content_type: 'text/plain', size: 5 });
-    const put = await h.app.inject({ method: 'PUT', url: new URL(String(file.upload_url)).pathname, payload: mode === 'live' ? 'LIVE!' : 'test!' });
+    const put = await h.app.inject({
+      method: 'PUT',
+      url: new URL(String(file.upload_url)).pathname,
+      payload: mode === 'live' ? 'LIVE!' : 'test!',
+    });
     expect(put.statusCode, put.body).toBeLessThan(300);
     const keyRow = await h.db.kysely
       .selectFrom('api_keys')
@@ -114,7 +118,11 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       await admin.post('/test-mode', { mode: 'live' });
       for (const mode of ['live', 'test'] as const) {
         const ids = seeded[mode];
-        const row = await db().selectFrom('contacts').select(['org_id', 'first_name']).where('id', '=', ids.contact).executeTakeFirstOrThrow();
+        const row = await db()
+          .selectFrom('contacts')
+          .select(['org_id', 'first_name'])
+          .where('id', '=', ids.contact)
+          .executeTakeFirstOrThrow();
         expect(row.first_name).toBe(`Ada ${MARK[mode]}`);
         expect(row.org_id).toBe(mode === 'live' ? org.orgId : sandboxId);
       }
@@ -209,8 +217,16 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
         ['PATCH', `/api/v1/contacts/${contact}`, { label_ids: [live.label] }],
         ['PUT', `/api/v1/contacts/${contact}/labels/${live.label}`, undefined],
         ['POST', `/api/v1/groups/${group}/members`, { contact_ids: [live.contact] }],
-        ['POST', '/api/v1/contacts/batch', { mode: 'upsert', match_on: 'external_id', contacts: [{ external_id: 'crm-1', label_ids: [live.label] }] }],
-        ['POST', '/api/v1/contacts/batch', { mode: 'upsert', match_on: 'email', contacts: [{ email: live.email, first_name: 'Hijacked' }] }],
+        [
+          'POST',
+          '/api/v1/contacts/batch',
+          { mode: 'upsert', match_on: 'external_id', contacts: [{ external_id: 'crm-1', label_ids: [live.label] }] },
+        ],
+        [
+          'POST',
+          '/api/v1/contacts/batch',
+          { mode: 'upsert', match_on: 'email', contacts: [{ email: live.email, first_name: 'Hijacked' }] },
+        ],
       ];
       for (const [method, url, body] of attempts) {
         const res = await h.call(key, method, url, body);
@@ -223,7 +239,14 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       expect(liveRow.first_name).toBe(`Ada ${LIVE}`);
       // No contact of the live organisation was made or changed by the test key.
       expect((await db().selectFrom('contacts').select('id').where('org_id', '=', org.orgId).execute()).length).toBe(2);
-      expect(await db().selectFrom('contacts').select('id').where('email', '=', 'mallory@example.com').where('org_id', '=', org.orgId).executeTakeFirst()).toBeUndefined();
+      expect(
+        await db()
+          .selectFrom('contacts')
+          .select('id')
+          .where('email', '=', 'mallory@example.com')
+          .where('org_id', '=', org.orgId)
+          .executeTakeFirst(),
+      ).toBeUndefined();
     });
 
     it('a filter naming a live label answers as one naming no label at all (no existence leak)', async () => {
@@ -302,8 +325,12 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       const key = /<code id="new-key">([^<]+)<\/code>/.exec(made.body)![1]!;
       expect(key.startsWith('od_test_')).toBe(true);
       expect((await h.call(key, 'GET', '/api/v1/contacts')).statusCode).toBe(200);
-      expect((await admin.post('/settings/members/role', { email: demoted.email, role: 'member', confirm: 'yes' })).statusCode).toBeLessThan(400);
-      expect((await db().selectFrom('memberships').select('role').where('user_id', '=', demoted.id).executeTakeFirstOrThrow()).role).toBe('member');
+      expect(
+        (await admin.post('/settings/members/role', { email: demoted.email, role: 'member', confirm: 'yes' })).statusCode,
+      ).toBeLessThan(400);
+      expect((await db().selectFrom('memberships').select('role').where('user_id', '=', demoted.id).executeTakeFirstOrThrow()).role).toBe(
+        'member',
+      );
       expect((await browser.get('/settings/developer')).statusCode).toBe(403);
       expect((await browser.post('/settings/developer/test-data', { keys: '1' })).statusCode).toBe(403);
       expect((await h.call(key, 'GET', '/api/v1/contacts')).statusCode).toBe(401);
@@ -322,6 +349,23 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       expect((await h.call(testOnly, 'GET', '/api/v1/contacts')).statusCode).toBe(200);
       const removal = await admin.post('/settings/members/remove', { email: holder.email });
       expect(removal.body).toContain('and revoke 1 API key');
+    });
+
+    it('a password change rotates the session without dropping it out of test mode behind the person\u2019s back', async () => {
+      const person = await addMember(h, org.orgId, 'member');
+      const browser = await signedIn(h, person.email);
+      await browser.post('/test-mode', { mode: 'test' });
+      const changed = await browser.post('/settings/account/password', {
+        current_password: 'correct horse battery',
+        password: 'a new horse battery staple',
+      });
+      expect(changed.statusCode, changed.body.slice(0, 300)).toBe(303);
+      expect(followRotation(browser, changed)).toBe(true);
+      const after = await browser.get('/contacts');
+      expect(after.statusCode).toBe(200);
+      expect(after.body).toContain('id="test-mode-banner"');
+      expect(after.body).toContain(TEST);
+      expect(after.body).not.toContain(`Ada ${LIVE}`);
     });
 
     it('redirects after a switch only to a page of this site, whatever the Referer says', async () => {
@@ -349,7 +393,9 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       const user = await signedIn(h, (await addMember(h, org.orgId, 'member')).email);
       await user.post('/test-mode', { mode: 'test' });
       expect((await user.get('/settings/developer')).statusCode).toBe(403);
-      expect((await user.post('/settings/developer/keys', { name: 'sneaky', scopes: 'contacts:read', expires: '90' })).statusCode).toBe(403);
+      expect((await user.post('/settings/developer/keys', { name: 'sneaky', scopes: 'contacts:read', expires: '90' })).statusCode).toBe(
+        403,
+      );
       expect((await user.post(`/settings/developer/keys/${seeded.test.keyId}/revoke`)).statusCode).toBe(403);
       expect((await user.post('/settings/developer/webhooks', { url: 'http://127.0.0.1:9/x', events: '*' })).statusCode).toBe(403);
       expect((await user.get('/settings/developer/test-data')).statusCode).toBe(403);
@@ -380,11 +426,21 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
         [liveKey, 'Lina'],
         [testKey, 'Tess'],
       ] as const) {
-        const made = await h.call(key, 'POST', '/api/v1/contacts', { first_name: name, email: 'same@example.com', external_id: 'same' }, { 'idempotency-key': 'same-key-123' });
+        const made = await h.call(
+          key,
+          'POST',
+          '/api/v1/contacts',
+          { first_name: name, email: 'same@example.com', external_id: 'same' },
+          { 'idempotency-key': 'same-key-123' },
+        );
         expect(made.statusCode, made.body).toBe(201);
         const file = await h.call(key, 'POST', '/api/v1/files', { name: `${name}.txt`, content_type: 'text/plain', size: 4 });
         expect(file.statusCode).toBe(201);
-        const put = await h.app.inject({ method: 'PUT', url: new URL(String((file.json() as { upload_url: string }).upload_url)).pathname, payload: name });
+        const put = await h.app.inject({
+          method: 'PUT',
+          url: new URL(String((file.json() as { upload_url: string }).upload_url)).pathname,
+          payload: name,
+        });
         expect(put.statusCode).toBeLessThan(300);
       }
       // The request log is written after each answer: wait for the live key's two requests.
@@ -393,10 +449,22 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
         if (logged.length >= 2) break;
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      const liveFile = (await db().selectFrom('files').select(['id', 'storage_key']).where('org_id', '=', resetOrg.orgId).executeTakeFirstOrThrow());
+      const liveFile = await db()
+        .selectFrom('files')
+        .select(['id', 'storage_key'])
+        .where('org_id', '=', resetOrg.orgId)
+        .executeTakeFirstOrThrow();
       const count = async (table: 'files' | 'idempotency_keys' | 'request_log' | 'request_usage' | 'events' | 'contacts', orgId: string) =>
         // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one count over several tables
-        Number((await (db() as any).selectFrom(table).select((eb: any) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).executeTakeFirst()).n);
+        Number(
+          (
+            await (db() as any)
+              .selectFrom(table)
+              .select((eb: any) => eb.fn.countAll().as('n'))
+              .where('org_id', '=', orgId)
+              .executeTakeFirst()
+          ).n,
+        );
       const tables = ['files', 'idempotency_keys', 'request_log', 'request_usage', 'events', 'contacts'] as const;
       const before: Record<string, number> = {};
       for (const t of tables) before[t] = await count(t, resetOrg.orgId);
@@ -414,12 +482,20 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
         expect(await count(t, resetOrg.orgId), t).toBe(before[t]! + (t === 'events' ? 1 : 0));
       }
       // The live file's bytes are still there, and no purge is queued for them.
-      expect(await db().selectFrom('blob_purges').selectAll().where('storage_key', '=', liveFile.storage_key!).executeTakeFirst()).toBeUndefined();
+      expect(
+        await db().selectFrom('blob_purges').selectAll().where('storage_key', '=', liveFile.storage_key!).executeTakeFirst(),
+      ).toBeUndefined();
       const link = await h.call(liveKey, 'GET', `/api/v1/files/${liveFile.id}/download`);
       const url = String((link.json() as { url?: string }).url ?? link.headers.location);
       expect((await h.app.inject({ method: 'GET', url: new URL(url, 'http://x').pathname })).body).toBe('Lina');
       // The live key still works, and its idempotency key still answers with the live contact.
-      const again = await h.call(liveKey, 'POST', '/api/v1/contacts', { first_name: 'Lina', email: 'same@example.com', external_id: 'same' }, { 'idempotency-key': 'same-key-123' });
+      const again = await h.call(
+        liveKey,
+        'POST',
+        '/api/v1/contacts',
+        { first_name: 'Lina', email: 'same@example.com', external_id: 'same' },
+        { 'idempotency-key': 'same-key-123' },
+      );
       expect(again.statusCode).toBe(201);
       expect(again.body).toContain('Lina');
       // The test key is gone; the session stays in test mode on an empty sandbox.
@@ -432,7 +508,9 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
     it('links minted before a reset (an upload not yet sent, a download) write and give nothing after it', async () => {
       const linkOrg = await h.newOrg('Links Wall');
       const testKey = await linkOrg.key(ALL_SCOPES, { mode: 'test' });
-      const pending = (await h.call(testKey, 'POST', '/api/v1/files', { name: 'later.txt', content_type: 'text/plain', size: 5 })).json() as {
+      const pending = (
+        await h.call(testKey, 'POST', '/api/v1/files', { name: 'later.txt', content_type: 'text/plain', size: 5 })
+      ).json() as {
         id: string;
         upload_url: string;
       };
