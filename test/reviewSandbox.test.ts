@@ -368,6 +368,20 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       expect(after.body).not.toContain(`Ada ${LIVE}`);
     });
 
+    it('no session can be switched into a sandbox as if it were an organisation (its own or another\u2019s)', async () => {
+      const outsider = await h.newOrg('Switcher Wall');
+      const them = await signedIn(h, outsider.adminEmail);
+      await them.post('/test-mode', { mode: 'test' });
+      const theirs = (await findSandbox(h.db.kysely, outsider.orgId))!;
+      for (const target of [sandboxId, theirs, org.orgId]) {
+        const res = await them.post('/orgs/switch', { org_id: target });
+        expect(res.statusCode, target).toBe(403);
+      }
+      const row = await db().selectFrom('sessions').select(['org_id']).where('user_id', '=', outsider.adminId).executeTakeFirstOrThrow();
+      expect(row.org_id).toBe(outsider.orgId);
+      expect((await them.get('/contacts')).body).not.toContain(TEST);
+    });
+
     it('redirects after a switch only to a page of this site, whatever the Referer says', async () => {
       const user = await signedIn(h, (await addMember(h, org.orgId, 'member')).email);
       for (const referer of [
