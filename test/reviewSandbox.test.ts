@@ -468,17 +468,17 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
         .select(['id', 'storage_key'])
         .where('org_id', '=', resetOrg.orgId)
         .executeTakeFirstOrThrow();
-      const count = async (table: 'files' | 'idempotency_keys' | 'request_log' | 'request_usage' | 'events' | 'contacts', orgId: string) =>
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one count over several tables
-        Number(
-          (
-            await (db() as any)
-              .selectFrom(table)
-              .select((eb: any) => eb.fn.countAll().as('n'))
-              .where('org_id', '=', orgId)
-              .executeTakeFirst()
-          ).n,
-        );
+      const count = async (
+        table: 'files' | 'idempotency_keys' | 'request_log' | 'request_usage' | 'events' | 'contacts',
+        orgId: string,
+      ) => {
+        const row = await db()
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<string | number>().as('n'))
+          .where('org_id', '=', orgId)
+          .executeTakeFirstOrThrow();
+        return Number(row.n);
+      };
       const tables = ['files', 'idempotency_keys', 'request_log', 'request_usage', 'events', 'contacts'] as const;
       const before: Record<string, number> = {};
       for (const t of tables) before[t] = await count(t, resetOrg.orgId);
