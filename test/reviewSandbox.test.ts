@@ -290,6 +290,47 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
     });
   });
 
+  it('(b) a delivery of the other mode cannot be resent through an endpoint of the shown one, nor its log read', async () => {
+    const hookOrg = await h.newOrg('Hook Wall');
+    const hooker = await signedIn(h, hookOrg.adminEmail);
+    const endpoints = {} as Record<Mode, string>;
+    const deliveries = {} as Record<Mode, string>;
+    for (const mode of ['live', 'test'] as const) {
+      await hooker.post('/test-mode', { mode });
+      const url = `http://127.0.0.1:9/hook-${MARK[mode]}`;
+      expect((await hooker.post('/settings/developer/webhooks', { url, events: '*' })).statusCode).toBe(200);
+      endpoints[mode] = (await db().selectFrom('webhook_endpoints').select('id').where('url', '=', url).executeTakeFirstOrThrow()).id;
+      const key = await hookOrg.key(ALL_SCOPES, { mode });
+      const made = await h.call(key, 'POST', '/api/v1/contacts', { first_name: `Hook ${MARK[mode]}`, email: `hook-${mode}@example.com` });
+      expect(made.statusCode).toBe(201);
+      const delivery = await db()
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('endpoint_id', '=', endpoints[mode])
+        .executeTakeFirstOrThrow();
+      deliveries[mode] = delivery.id;
+      await db().updateTable('webhook_deliveries').set({ status: 'failed', attempts: 9 }).where('id', '=', delivery.id).execute();
+    }
+    for (const mode of ['test', 'live'] as const) {
+      await hooker.post('/test-mode', { mode });
+      const own = endpoints[mode];
+      const foreign = deliveries[other(mode)];
+      const res = await hooker.post(`/settings/developer/webhooks/${own}/deliveries/${foreign}/resend`);
+      expect(res.statusCode, res.body.slice(0, 200)).toBe(404);
+      const page = await hooker.get(`/settings/developer/webhooks/${own}`);
+      expect(page.statusCode).toBe(200);
+      expect(page.body).not.toContain(foreign);
+      expect(page.body).not.toContain(`hook-${MARK[other(mode)]}`);
+      const after = await db()
+        .selectFrom('webhook_deliveries')
+        .select(['status', 'attempts'])
+        .where('id', '=', foreign)
+        .executeTakeFirstOrThrow();
+      expect(after).toEqual({ status: 'failed', attempts: 9 });
+    }
+    await hooker.post('/test-mode', { mode: 'live' });
+  });
+
   describe('(a/b/d) the switch', () => {
     it('another organisation\u2019s admin in test mode sees their own sandbox only, and cannot touch this one', async () => {
       const outsider = await h.newOrg('Outsider Wall');
