@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findSandbox } from '../src/domain/orgs/sandbox.js';
 import { followRotation, signedIn, type DashboardUser } from './helpers/browserSession.js';
+import { browserOf } from './helpers/identityFactors.js';
 import { addMember, ALL_SCOPES, DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 
 /**
@@ -613,5 +614,46 @@ describe.each(DIALECTS)('test mode under attack on %s', { timeout: 120_000 }, (d
       expect((await db().selectFrom('contacts').select('id').where('org_id', '=', sandbox).execute()).length).toBe(1);
       expect((await h.call(testKey, 'GET', '/api/v1/contacts')).statusCode).toBe(200);
     });
+  });
+});
+
+describe.each(DIALECTS)('Reset test data with REAUTH_MINUTES=0 on %s', { timeout: 120_000 }, (dialect) => {
+  let h: Harness;
+  afterAll(() => h?.close());
+
+  it('one re-authentication lets one reset through; the pass replayed resets nothing more', async () => {
+    h = await makeHarness(dialect, { env: { REAUTH_MINUTES: '0' } });
+    const org = await h.newOrg('Replay Wall');
+    const testKey = await org.key(ALL_SCOPES, { mode: 'test' });
+    const sandbox = (await findSandbox(h.db.kysely, org.orgId))!;
+    const sandboxContacts = async () =>
+      (await h.db.kysely.selectFrom('contacts').select('id').where('org_id', '=', sandbox).execute()).length;
+    const add = async (n: number) =>
+      expect((await h.call(testKey, 'POST', '/api/v1/contacts', { first_name: `R${n}`, email: `r${n}@example.com` })).statusCode).toBe(201);
+    await add(1);
+    const RESET = '/settings/developer/test-data';
+    const admin = await browserOf(h, org.adminEmail);
+    await admin.get(RESET);
+    const asked = await admin.post(RESET, {});
+    expect(asked.statusCode).toBe(303);
+    expect(String(asked.headers.location)).toMatch(/^\/reauth\?next=/);
+    expect(await sandboxContacts()).toBe(1);
+    await admin.get(String(asked.headers.location));
+    expect((await admin.post('/reauth', { password: 'correct horse battery', next: RESET })).statusCode).toBe(303);
+    const pass = admin.cookies.get('od_reauth')!;
+    expect(pass).toBeTruthy();
+    await admin.get(RESET);
+    const done = await admin.post(RESET, {});
+    expect(done.statusCode).toBe(303);
+    expect(done.headers.location).toBe(RESET);
+    expect(await sandboxContacts()).toBe(0);
+    // The same pass again (a replayed cookie): asked again, nothing deleted.
+    await add(2);
+    admin.cookies.set('od_reauth', pass);
+    await admin.get(RESET);
+    const replayed = await admin.post(RESET, {});
+    expect(replayed.statusCode).toBe(303);
+    expect(String(replayed.headers.location)).toMatch(/^\/reauth\?next=/);
+    expect(await sandboxContacts()).toBe(1);
   });
 });
