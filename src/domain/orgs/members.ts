@@ -17,7 +17,7 @@ export interface MemberView {
   email: string;
   role: Role;
   joined_at: string;
-  /** Live API keys this member created: revoked if they stop being an admin. */
+  /** API keys this member created, of both modes (test keys too): revoked if they stop being an admin. */
   active_keys: number;
 }
 
@@ -32,7 +32,13 @@ export async function listOrgMembers(ctx: Ctx): Promise<MemberView[]> {
         .selectFrom('api_keys')
         .select((inner) => inner.fn.countAll<string | number>().as('n'))
         .whereRef('api_keys.created_by', '=', 'users.id')
-        .where('api_keys.org_id', '=', ctx.orgId)
+        // Its sandbox's keys too (test mode): revokeKeysCreatedBy revokes those as well.
+        .where('api_keys.org_id', 'in', (orgs) =>
+          orgs
+            .selectFrom('orgs')
+            .select('orgs.id')
+            .where((w) => w.or([w('orgs.id', '=', ctx.orgId), w('orgs.live_org_id', '=', ctx.orgId)])),
+        )
         .where('api_keys.revoked_at', 'is', null)
         .as('active_keys'),
     )

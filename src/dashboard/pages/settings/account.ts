@@ -123,8 +123,14 @@ export const accountPages: FastifyPluginAsync<DashboardDeps> = async (app, deps)
         return accountPage(request, reply, 400, { errors: fieldErrors(error.errors) });
       }
       await attempt.succeeded().catch((error: unknown) => request.log.warn({ err: error }, 'sign-in throttle: attempt not forgiven'));
-      // Rotated, but no re-authentication: the proof of identity keeps its age (no second factor was asked).
-      const opening = { method: session.method, origin: originOf(request), authenticatedAt: session.authenticatedAt };
+      // Rotated, but no re-authentication: the proof of identity keeps its age (no second factor was asked);
+      // the session stays in the mode it shows (test mode), as a re-authentication's does.
+      const opening = {
+        method: session.method,
+        origin: originOf(request),
+        authenticatedAt: session.authenticatedAt,
+        testMode: session.testMode,
+      };
       await startSession(request, reply, db, await openSession(db, session.userId, session.orgId, new Date(), opening), secureCookies);
       const others = changed.ended_sessions - 1;
       flash(
