@@ -248,7 +248,7 @@ describe.each(DIALECTS)('dashboard test mode on %s', { timeout: 120_000 }, (dial
         expect(res.statusCode, `${mode}: POST ${url} → ${res.statusCode} ${res.body.slice(0, 200)}`).toBe(404);
       }
       // Bulk actions name contacts in the body.
-      const bulk = await admin.post('/contacts/bulk', { action: 'delete', ids: foreign.contact, confirm: 'yes' });
+      const bulk = await admin.post('/contacts/bulk', { action: 'delete', ids: foreign.contact, confirmed: 'yes' });
       expect(bulk.statusCode).toBeLessThan(500);
     }
     await admin.post('/test-mode', { mode: 'live' });
