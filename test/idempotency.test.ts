@@ -71,9 +71,12 @@ describe.each(DIALECTS)('idempotency on %s', (dialect) => {
   });
 
   it('keeps domain refusals: a replayed contact_exists stays a 409', async () => {
-    await post({ first_name: 'M', email: 'm@example.com' });
+    const first = (await post({ first_name: 'M', email: 'm@example.com' })).json<{ id: string }>();
     const conflict = await post({ first_name: 'M', email: 'm@example.com' }, 'key-conflict');
     expect(conflict.statusCode).toBe(409);
+    // Named with its holder on both databases (SQLite looks it up only once the insert is refused).
+    expect(conflict.json()).toMatchObject({ code: 'contact_exists', existing_id: first.id });
+    expect(await count('m@example.com')).toBe(1);
     const replay = await post({ first_name: 'M', email: 'm@example.com' }, 'key-conflict');
     expect(replay.statusCode).toBe(409);
     expect(replay.headers['idempotent-replayed']).toBe('true');

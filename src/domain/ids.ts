@@ -17,13 +17,20 @@ function randomByte(): number {
   return pool[used++]!;
 }
 
-/** `length` characters of [0-9A-Za-z], uniformly drawn (rejection sampling avoids modulo bias). */
+/** `length` digits 0–61, uniformly drawn (rejection sampling avoids modulo bias). */
+function randomDigits(length: number): number[] {
+  const digits = new Array<number>(length);
+  for (let i = 0; i < length; ) {
+    const byte = randomByte();
+    if (byte < 248) digits[i++] = byte % 62;
+  }
+  return digits;
+}
+
+/** `length` characters of [0-9A-Za-z], uniformly drawn. */
 export function randomBase62(length: number): string {
   let out = '';
-  while (out.length < length) {
-    const byte = randomByte();
-    if (byte < 248) out += ALPHABET[byte % 62];
-  }
+  for (const digit of randomDigits(length)) out += ALPHABET[digit];
   return out;
 }
 
@@ -33,6 +40,7 @@ export type IdPrefix =
 const TIME_CHARS = 8; // 62^8 ms ≈ 6,900 years
 const RANDOM_CHARS = 12; // ≈ 71 bits
 let lastTime = -1;
+let lastTimeText = '';
 let lastRandom: number[] = [];
 
 function encode(n: number, width: number): string {
@@ -53,7 +61,8 @@ export function newId(prefix: IdPrefix): string {
   const now = Date.now();
   if (now > lastTime) {
     lastTime = now;
-    lastRandom = [...randomBase62(RANDOM_CHARS)].map((c) => ALPHABET.indexOf(c));
+    lastTimeText = encode(now, TIME_CHARS);
+    lastRandom = randomDigits(RANDOM_CHARS);
   } else {
     // Same millisecond (or the clock stepped back): count up from the previous id.
     for (let i = RANDOM_CHARS - 1; i >= 0; i--) {
@@ -61,7 +70,9 @@ export function newId(prefix: IdPrefix): string {
       if (lastRandom[i] !== 0) break;
     }
   }
-  return `${prefix}_${encode(lastTime, TIME_CHARS)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+  let id = `${prefix}_${lastTimeText}`;
+  for (let i = 0; i < RANDOM_CHARS; i++) id += ALPHABET[lastRandom[i]!];
+  return id;
 }
 
 /** Whether `value` looks like an id of this kind; lets a lookup skip the database for garbage. */

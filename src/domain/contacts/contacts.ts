@@ -1,7 +1,7 @@
 import { insertRows, insertRowsSkippingTaken } from '../../db/insertRows.js';
 import { inRetriedTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent, recordEvents } from '../events/record.js';
-import type { Kysely } from 'kysely';
+import { PostgresAdapter, type Kysely } from 'kysely';
 import { conflictAfter, conflictOf } from './conflicts.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
@@ -202,8 +202,11 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
   const input = withNormalEmail(given);
   checkFields(input);
   // In a caller's transaction (a keyed API POST) a failed insert would abort it on PostgreSQL,
-  // leaving no way to name the existing contact: look first. The unique indexes still decide races.
-  if (ctx.db.isTransaction) {
+  // leaving no way to name the existing contact: look first. On SQLite a refused statement is
+  // undone alone and the transaction goes on, so the holder is looked up only when the insert is
+  // refused: one read fewer a create (issue 46). The unique indexes decide races either way.
+  const aborts = ctx.db.isTransaction && ctx.db.getExecutor().adapter instanceof PostgresAdapter;
+  if (aborts) {
     const conflict = await conflictOf(ctx.db, ctx.orgId, input);
     if (conflict) throw conflict;
   }
@@ -211,7 +214,7 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
     const [created] = await inRetriedTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
     return created!;
   } catch (error) {
-    throw await conflictAfter(error, ctx.db.isTransaction ? null : ctx.db, ctx.orgId, input);
+    throw await conflictAfter(error, aborts ? null : ctx.db, ctx.orgId, input);
   }
 }
 
