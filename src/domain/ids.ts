@@ -20,7 +20,7 @@ function randomByte(): number {
 /** `length` digits 0–61, uniformly drawn (rejection sampling avoids modulo bias). */
 function randomDigits(length: number): number[] {
   const digits = new Array<number>(length);
-  for (let i = 0; i < length; ) {
+  for (let i = 0; i < length;) {
     const byte = randomByte();
     if (byte < 248) digits[i++] = byte % 62;
   }
@@ -70,9 +70,7 @@ export function newId(prefix: IdPrefix): string {
       if (lastRandom[i] !== 0) break;
     }
   }
-  let id = `${prefix}_${lastTimeText}`;
-  for (let i = 0; i < RANDOM_CHARS; i++) id += ALPHABET[lastRandom[i]!];
-  return id;
+  return `${prefix}_${lastTimeText}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
 }
 
 /** Whether `value` looks like an id of this kind; lets a lookup skip the database for garbage. */
