@@ -1,11 +1,44 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KyselyPlugin } from 'kysely';
 import { buildApp } from '../src/app.js';
-import { fingerprint } from '../src/http/idempotency.js';
+import { canonicalJson, fingerprint } from '../src/http/idempotency.js';
 import { DIALECTS, makeHarness, type Harness, type Org } from './helpers/harness.js';
 import { checkContract } from './helpers/contract.js';
 
 const fingerprintOf = (body: unknown) => fingerprint('POST', '/api/v1/contacts', {}, body);
+
+describe('fingerprint', () => {
+  // Fingerprints are stored with each key for 24 hours: a rewrite must give the same text and hash
+  // (these were written by the version before issue 46's one-pass canonicalJson and crypto.hash).
+  it('is the same as before for key order, nesting, unicode, undefined and non-objects', () => {
+    const cases: [unknown, string, string][] = [
+      [
+        {
+          first_name: 'Ada',
+          email: 'ada@example.com',
+          metadata: { z: '1', a: 'x', '10': 'n', '9': 'm' },
+          label_ids: ['b', 'a'],
+          phone: undefined,
+        },
+        '{"email":"ada@example.com","first_name":"Ada","label_ids":["b","a"],"metadata":{"10":"n","9":"m","a":"x","z":"1"}}',
+        'eab1fffc844e2b5fb675d652f66deeb08e078213e4a2b0a452c4c33a9ccefc89',
+      ],
+      [
+        { contacts: [{ b: 1, a: [null, true, 1.5, 'é\u2028"'] }, {}], mode: 'upsert', Ä: 2, a: { '': 0 } },
+        '{"a":{"":0},"contacts":[{"a":[null,true,1.5,"é\u2028\\""],"b":1},{}],"mode":"upsert","Ä":2}',
+        '6332e1727a85575d531533b1208657fa089441839f3afb93c7861cd0d3892614',
+      ],
+      [null, 'null', '00ef092869a165e314133fbb7b6c4484f48195f6fcba7b6c01f298ce7bd1719b'],
+      [[], '[]', '24651977b7838e174cb39b80b5f4f3f7d7c53566893d16bab3465e1943151304'],
+      ['text', '"text"', '7a7ec00cc57c62d574ce8f792c0bfe3554ba3167e659a3ded30e291ba2f308c7'],
+      [0, '0', 'b9d120205f03c8dd5a888878260035624db86de634155f4fd9fac83b61d7c7d7'],
+    ];
+    for (const [body, text, hash] of cases) {
+      expect(canonicalJson(body)).toBe(text);
+      expect(fingerprint('POST', '/api/v1/contacts/batch', { id: 'con_1' }, body)).toBe(hash);
+    }
+  });
+});
 
 describe.each(DIALECTS)('idempotency on %s', (dialect) => {
   let h: Harness;
@@ -71,9 +104,12 @@ describe.each(DIALECTS)('idempotency on %s', (dialect) => {
   });
 
   it('keeps domain refusals: a replayed contact_exists stays a 409', async () => {
-    await post({ first_name: 'M', email: 'm@example.com' });
+    const first = (await post({ first_name: 'M', email: 'm@example.com' })).json<{ id: string }>();
     const conflict = await post({ first_name: 'M', email: 'm@example.com' }, 'key-conflict');
     expect(conflict.statusCode).toBe(409);
+    // Named with its holder on both databases (SQLite looks it up only once the insert is refused).
+    expect(conflict.json()).toMatchObject({ code: 'contact_exists', existing_id: first.id });
+    expect(await count('m@example.com')).toBe(1);
     const replay = await post({ first_name: 'M', email: 'm@example.com' }, 'key-conflict');
     expect(replay.statusCode).toBe(409);
     expect(replay.headers['idempotent-replayed']).toBe('true');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newId, randomBase62 } from '../src/domain/ids.js';
+import { isoAt, newId, nowIso, randomBase62 } from '../src/domain/ids.js';
 
 describe('random ids', () => {
   it('draws fresh bytes for every id across pool refills: 20,000 request-sized ids, all distinct and base62', () => {
@@ -25,5 +25,21 @@ describe('random ids', () => {
   it('makes ids that grow within a process', () => {
     const ids = Array.from({ length: 1000 }, () => newId('con'));
     expect([...ids].sort()).toEqual(ids);
+  });
+});
+
+describe('isoAt (toISOString with the second kept)', () => {
+  it('writes exactly what toISOString writes, for times in kept seconds and not, before 1970 and after 9999', () => {
+    const base = Date.UTC(2026, 10, 27, 17, 8, 27, 0);
+    const times = [0, -1, -999, -1000, -1001, 1, 9, 10, 99, 100, 999, 1000, base, 8.64e15, -8.64e15, 253402300799999, 253402300800000];
+    for (let i = 0; i < 5000; i++) times.push(base + Math.floor(i * 7.3) - 2000, base + i * 60_000 + (i % 1000), base + 86_400_000 + i);
+    for (const ms of [...times, ...times.slice().reverse()]) expect(isoAt(ms)).toBe(new Date(ms).toISOString());
+    expect(isoAt(base + 0.9)).toBe(new Date(base + 0.9).toISOString());
+    expect(nowIso(new Date(base + 5))).toBe('2026-11-27T17:08:27.005Z');
+  });
+
+  it('refuses a time that is not valid, as toISOString does', () => {
+    expect(isoAt(8.64e15)).toBe(new Date(8.64e15).toISOString()); // its second kept, still refused past it
+    for (const ms of [NaN, Infinity, -Infinity, 8.64e15 + 1, -8.64e15 - 1]) expect(() => isoAt(ms)).toThrow(RangeError);
   });
 });

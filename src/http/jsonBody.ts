@@ -69,6 +69,9 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
  * Walked with a stack, not recursion: a body may nest deeper than the call stack.
  */
 export function pollutingKey(body: Json): string | null {
+  // Looked for first without naming (a body almost never holds one): building every key's path,
+  // each key spread into characters by quoted(), was most of this function's cost (issue 46).
+  if (!holdsPollutingKey(body)) return null;
   const stack: [Json, string][] = [[body, '']];
   while (stack.length > 0) {
     const [value, path] = stack.pop()!;
@@ -87,6 +90,26 @@ export function pollutingKey(body: Json): string | null {
     }
   }
   return null;
+}
+
+/** Whether pollutingKey would name a key in `body`: the same walk, without the paths. */
+function holdsPollutingKey(body: Json): boolean {
+  const stack: Json[] = [body];
+  while (stack.length > 0) {
+    const value = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (Array.isArray(value)) {
+      for (const item of value) stack.push(item);
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      const inner = value[key]!;
+      if (key === '__proto__') return true;
+      if (key === 'constructor' && inner !== null && typeof inner === 'object' && Object.hasOwn(inner, 'prototype')) return true;
+      stack.push(inner);
+    }
+  }
+  return false;
 }
 
 /**

@@ -95,6 +95,7 @@ export async function createAll(
       sorted.map(([, input]) => input),
       'api',
       sorted.map(([index]) => idOf.get(index)!),
+      { checked: true }, // by prepare (batch.ts)
     ),
   );
   if ('value' in made) {
@@ -105,7 +106,7 @@ export async function createAll(
   // A label named was deleted since the plan: each item on its own, to tell which.
   const failed = new Map<number, ServiceError>();
   for (const [index, input] of sorted) {
-    const one = await undoneOnError(trx, () => insertNewContacts(trx, ctx, [input], 'api', [idOf.get(index)!]));
+    const one = await undoneOnError(trx, () => insertNewContacts(trx, ctx, [input], 'api', [idOf.get(index)!], { checked: true }));
     if (!('value' in one)) {
       if (!(one.error instanceof ServiceError)) throw one.error;
       failed.set(index, one.error);

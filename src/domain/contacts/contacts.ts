@@ -1,7 +1,7 @@
 import { insertRows, insertRowsSkippingTaken } from '../../db/insertRows.js';
 import { inRetriedTransaction, lockRow } from '../../db/transaction.js';
 import { previousAttributes, recordEvent, recordEvents } from '../events/record.js';
-import type { Kysely } from 'kysely';
+import { PostgresAdapter, type Kysely } from 'kysely';
 import { conflictAfter, conflictOf } from './conflicts.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
@@ -109,8 +109,18 @@ export async function insertContacts(
   ctx: Ctx,
   inputs: ContactInput[],
   sourceType: SourceType,
+  options: WriteOptions = {},
 ): Promise<ContactView[]> {
-  return (await writeContacts(trx, ctx, inputs, sourceType, false)) as ContactView[];
+  return (await writeContacts(trx, ctx, inputs, sourceType, false, undefined, options)) as ContactView[];
+}
+
+export interface WriteOptions {
+  /**
+   * The caller has given every input its stored email (withNormalEmail) and checked its fields
+   * (contactFieldErrors) already, as createContact and a batch's prepare do: not done twice (the
+   * email's IDNA mapping and checks were a few per cent of a create, issue 46).
+   */
+  checked?: boolean;
 }
 
 /**
@@ -126,8 +136,9 @@ export function insertNewContacts(
   inputs: ContactInput[],
   sourceType: SourceType,
   ids?: string[],
+  options: WriteOptions = {},
 ): Promise<(ContactView | null)[]> {
-  return writeContacts(trx, ctx, inputs, sourceType, true, ids);
+  return writeContacts(trx, ctx, inputs, sourceType, true, ids, options);
 }
 
 async function writeContacts(
@@ -137,10 +148,13 @@ async function writeContacts(
   sourceType: SourceType,
   skipTaken: boolean,
   ids?: string[],
+  options: WriteOptions = {},
 ): Promise<(ContactView | null)[]> {
   requireScope(ctx.actor, 'contacts:write');
-  inputs = inputs.map(withNormalEmail);
-  inputs.forEach(checkFields);
+  if (!options.checked) {
+    inputs = inputs.map(withNormalEmail);
+    inputs.forEach(checkFields);
+  }
   await checkLabelIds(
     trx,
     ctx.orgId,
@@ -202,16 +216,19 @@ export async function createContact(ctx: Ctx, given: ContactInput, sourceType: S
   const input = withNormalEmail(given);
   checkFields(input);
   // In a caller's transaction (a keyed API POST) a failed insert would abort it on PostgreSQL,
-  // leaving no way to name the existing contact: look first. The unique indexes still decide races.
-  if (ctx.db.isTransaction) {
+  // leaving no way to name the existing contact: look first. On SQLite a refused statement is
+  // undone alone and the transaction goes on, so the holder is looked up only when the insert is
+  // refused: one read fewer a create (issue 46). The unique indexes decide races either way.
+  const aborts = ctx.db.isTransaction && ctx.db.getExecutor().adapter instanceof PostgresAdapter;
+  if (aborts) {
     const conflict = await conflictOf(ctx.db, ctx.orgId, input);
     if (conflict) throw conflict;
   }
   try {
-    const [created] = await inRetriedTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType));
+    const [created] = await inRetriedTransaction(ctx.db, (trx) => insertContacts(trx, ctx, [input], sourceType, { checked: true }));
     return created!;
   } catch (error) {
-    throw await conflictAfter(error, ctx.db.isTransaction ? null : ctx.db, ctx.orgId, input);
+    throw await conflictAfter(error, aborts ? null : ctx.db, ctx.orgId, input);
   }
 }
 

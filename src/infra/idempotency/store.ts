@@ -3,6 +3,7 @@ import { isUniqueViolation } from '../../db/errors.js';
 import type { Database } from '../../db/schema.js';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import { ERASED_FINGERPRINT } from '../../domain/contacts/erasedAnswers.js';
+import { isoAt } from '../../domain/ids.js';
 
 export const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** How long a claim protects an in-flight request by default; a crashed server's claim lapses after this. */
@@ -66,11 +67,11 @@ export async function claim(
   now: Date,
   lockMs = LOCK_MS,
 ): Promise<ClaimResult> {
-  const at = now.toISOString();
-  const lockedUntil = new Date(now.getTime() + lockMs).toISOString();
+  const at = isoAt(now.getTime());
+  const lockedUntil = isoAt(now.getTime() + lockMs);
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      await insertClaim.run(db, [orgId, key, fingerprint, lockedUntil, at, new Date(now.getTime() + REPLAY_WINDOW_MS).toISOString()]);
+      await insertClaim.run(db, [orgId, key, fingerprint, lockedUntil, at, isoAt(now.getTime() + REPLAY_WINDOW_MS)]);
       return { outcome: 'claimed', lockedUntil };
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;

@@ -1,5 +1,6 @@
 import type { RateLimitDecision, RateLimitSettings } from '../../http/rateLimiter.js';
 import { isSandboxOrgId } from '../../domain/orgs/sandbox.js';
+import { isoAt } from '../../domain/ids.js';
 
 /** The daily quota of an organisation: a sandbox (`sbx_…`, test mode) has its own (default 1,000). */
 export function dailyQuotaOf(settings: RateLimitSettings, orgId: string): number {
@@ -12,7 +13,7 @@ export function nextMidnightUtc(now: Date): Date {
 }
 
 export function utcDay(now: Date): string {
-  return now.toISOString().slice(0, 10);
+  return isoAt(now.getTime()).slice(0, 10);
 }
 
 /** The shared arithmetic of both implementations, from the state they read and wrote. */
