@@ -9,6 +9,9 @@
  *   BENCH_TARGETS=list-25,create …        some targets only
  *   BENCH_JOBS=2 (default)                targets measured side by side (counts do not depend on it)
  *   BENCH_FUNCTIONS=1 …                   the functions that grew, for every target, not only one over
+ *   BENCH_MODE=test …                     the API targets with an od_test_ key on the sandbox
+ *                                         (seeded alike), against the same budget: test mode
+ *                                         must cost what live does (SANDBOX.md; bench/README.md)
  *   BENCH_CHECKOUT=DIR BENCH_BUDGET_FILE=F …  another checkout's build (a worktree with its own
  *                                         npm ci and build) measured, against or into file F
  *
@@ -43,7 +46,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { cpus } from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv } from '../test/helpers/serverProcess.js';
+import { cli, orgWithKey, serverEnv, startServerProcess, type ServerEnv } from '../test/helpers/serverProcess.js';
 import { counted, median, sleep, startCounted, stop, type Window } from './callgrind.js';
 import { seedContacts } from './seed.js';
 import { batchBody, createBody } from './bodies.js';
@@ -66,6 +69,10 @@ const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 /** Functions kept in budget.json per target: those above this many instructions per unit. */
 const FUNCTION_FLOOR = 200;
 const UPDATE = process.argv.includes('--update');
+/** `test`: the API targets use an `od_test_` key, so they read and write the sandbox. */
+const MODE = process.env.BENCH_MODE === 'test' ? 'test' : 'live';
+/** The server's settings beside serverEnv's: the sandbox's daily quota as high as the live one's. */
+const SERVER_ENV = { LOG_LEVEL: 'error', METRICS_TOKEN, SANDBOX_DAILY_QUOTA: '100000000' };
 
 interface Seeded {
   dataDir: string;
@@ -225,8 +232,27 @@ function environment(): Environment {
 
 /** The data directory every target starts from. */
 async function seed(): Promise<Seeded & { env: ServerEnv }> {
-  const env = await serverEnv('sqlite', { LOG_LEVEL: 'error', METRICS_TOKEN });
-  const { key, email, password } = await orgWithKey(env.env);
+  const env = await serverEnv('sqlite', SERVER_ENV);
+  const made = await orgWithKey(env.env);
+  const { email, password } = made;
+  const key =
+    MODE === 'live'
+      ? made.key
+      : (
+          await cli<{ key: string }>(env.env, [
+            'keys',
+            'create',
+            '--org',
+            made.orgId,
+            '--admin-email',
+            email,
+            '--name',
+            'bench test key',
+            '--scopes',
+            'contacts:write,groups:write,files:write',
+            '--test',
+          ])
+        ).key;
   // A loaded machine (other sessions, the targets beside) can take more than the default 30 s to start it.
   const server = await startServerProcess(env, { built: true, startSeconds: 300 });
   try {
@@ -265,7 +291,7 @@ async function drive(url: string, target: Target, seeded: Seeded, from: number, 
 
 async function measure(target: Target, seeded: Seeded & { env: ServerEnv }): Promise<Measured> {
   // A port and data directory of its own, the seeded directory copied into it.
-  const env = await serverEnv('sqlite', { LOG_LEVEL: 'error', METRICS_TOKEN });
+  const env = await serverEnv('sqlite', SERVER_ENV);
   rmSync(env.env.DATA_DIR!, { recursive: true, force: true });
   cpSync(seeded.dataDir, env.env.DATA_DIR!, { recursive: true });
   const dir = mkdtempSync(path.join(TMP, `${target.name}-`));
@@ -368,6 +394,7 @@ async function main(): Promise<void> {
       return null;
     }
   })();
+  if (UPDATE && MODE === 'test') throw new Error('BENCH_MODE=test measures against the budget; it never writes it');
   if (!budget && !UPDATE) throw new Error(`${BUDGET_FILE} is missing: npm run bench:check -- --update writes it`);
   const here = environment();
   const began = performance.now();
