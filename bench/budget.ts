@@ -9,6 +9,8 @@
  *   BENCH_TARGETS=list-25,create …        some targets only
  *   BENCH_JOBS=2 (default)                targets measured side by side (counts do not depend on it)
  *   BENCH_FUNCTIONS=1 …                   the functions that grew, for every target, not only one over
+ *   BENCH_ENV='{"REQUEST_LOG_DAYS":"0"}' …  the server with other settings; BENCH_IDEMPOTENCY=0
+ *                                         sends no Idempotency-Key (ablations: bench/README.md)
  *   BENCH_MODE=test …                     the API targets with an od_test_ key on the sandbox
  *                                         (seeded alike), against the same budget: test mode
  *                                         must cost what live does (SANDBOX.md; bench/README.md)
@@ -71,8 +73,22 @@ const FUNCTION_FLOOR = 200;
 const UPDATE = process.argv.includes('--update');
 /** `test`: the API targets use an `od_test_` key, so they read and write the sandbox. */
 const MODE = process.env.BENCH_MODE === 'test' ? 'test' : 'live';
-/** The server's settings beside serverEnv's: the sandbox's daily quota as high as the live one's. */
-const SERVER_ENV = { LOG_LEVEL: 'error', METRICS_TOKEN, SANDBOX_DAILY_QUOTA: '100000000' };
+/**
+ * The server's settings beside serverEnv's: the sandbox's daily quota as high as the live one's;
+ * BENCH_ENV (a JSON object) changes them for an ablation, e.g. `{"REQUEST_LOG_DAYS":"0"}` or
+ * `{"METRICS_TOKEN":""}`: what a guarantee costs is the budget with it less the budget without.
+ */
+const SERVER_ENV: Record<string, string> = {
+  LOG_LEVEL: 'error',
+  METRICS_TOKEN,
+  SANDBOX_DAILY_QUOTA: '100000000',
+  ...(JSON.parse(process.env.BENCH_ENV ?? '{}') as Record<string, string>),
+};
+/** Whether the request log writes (a window waits for its rows only then). */
+const LOGGING = SERVER_ENV.REQUEST_LOG_DAYS !== '0';
+/** BENCH_IDEMPOTENCY=0: create and batch-upsert without an Idempotency-Key (an ablation). */
+const IDEMPOTENCY = process.env.BENCH_IDEMPOTENCY !== '0';
+const keyed = (key: string): Record<string, string> => (IDEMPOTENCY ? { 'idempotency-key': key } : {});
 
 interface Seeded {
   dataDir: string;
@@ -148,7 +164,7 @@ const TARGETS: Target[] = [
     request: (n, seeded) => ({
       method: 'POST',
       path: '/api/v1/contacts',
-      headers: { ...api(seeded, true), 'idempotency-key': `budget-create-${n}` },
+      headers: { ...api(seeded, true), ...keyed(`budget-create-${n}`) },
       body: JSON.stringify(createBody(n)),
       status: 201,
     }),
@@ -164,7 +180,7 @@ const TARGETS: Target[] = [
     request: (n, seeded) => ({
       method: 'POST',
       path: '/api/v1/contacts/batch',
-      headers: { ...api(seeded, true), 'idempotency-key': `budget-batch-${n}` },
+      headers: { ...api(seeded, true), ...keyed(`budget-batch-${n}`) },
       body: JSON.stringify(batchBody(n)),
       status: 200,
     }),
@@ -301,7 +317,7 @@ async function measure(target: Target, seeded: Seeded & { env: ServerEnv }): Pro
   const rows = () => (hasLog ? (database.prepare('SELECT count(*) AS n FROM request_log').get() as { n: number }).n : 0);
   let expectedRows = rows();
   const flushed = async () => {
-    if (!target.logged || !hasLog) return;
+    if (!target.logged || !hasLog || !LOGGING) return;
     for (let attempt = 0; rows() < expectedRows; attempt++) {
       if (attempt > 1200) throw new Error(`${target.name}: the request log holds ${rows()} rows, ${expectedRows} expected`);
       await sleep(100);
@@ -394,7 +410,8 @@ async function main(): Promise<void> {
       return null;
     }
   })();
-  if (UPDATE && MODE === 'test') throw new Error('BENCH_MODE=test measures against the budget; it never writes it');
+  if (UPDATE && (MODE === 'test' || process.env.BENCH_ENV || !IDEMPOTENCY))
+    throw new Error('BENCH_MODE, BENCH_ENV and BENCH_IDEMPOTENCY measure against the budget; they never write it');
   if (!budget && !UPDATE) throw new Error(`${BUDGET_FILE} is missing: npm run bench:check -- --update writes it`);
   const here = environment();
   const began = performance.now();
