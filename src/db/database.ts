@@ -2,19 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { ConfigError } from '../config.js';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import {
-  CompiledQuery,
-  Kysely,
-  Migrator,
-  sql,
-  SqliteDialect,
-  type DatabaseIntrospector,
-  type Driver,
-  type Migration,
-  type MigrationProvider,
-  type SchemaMetadata,
-  type TableMetadata,
-} from 'kysely';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, type Driver, type Migration, type MigrationProvider } from 'kysely';
 import * as core from './migrations/001_core.js';
 import * as groupsFiles from './migrations/002_groups_files.js';
 import * as sessions from './migrations/003_sessions.js';
@@ -44,6 +32,7 @@ import * as sandbox from './migrations/027_sandbox.js';
 import * as sessionTestMode from './migrations/028_session_test_mode.js';
 import { isConnectionLost, isStatementTimeout } from './errors.js';
 import { openPostgres, type PoolStats } from './postgres.js';
+import { ownTables, withIntrospector } from './migrationIntrospector.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -265,43 +254,6 @@ export function migrator(db: Db): Migrator {
   // Name the schema when there is one: otherwise Kysely may see another schema's migration tables.
   const kysely = db.dialect === 'postgres' ? withIntrospector(db.kysely, ownTables(db.kysely, db.pgSchema)) : db.kysely;
   return new Migrator({ db: kysely, provider, ...(db.pgSchema ? { migrationTableSchema: db.pgSchema } : {}) });
-}
-
-/**
- * What the Migrator asks before it migrates (does its schema exist, do its two tables), answered
- * from the catalog for our schema alone. Kysely's PostgreSQL introspector reads every table of
- * every schema in the database and calls pg_get_serial_sequence on each column: when another
- * session drops a schema meanwhile (another application's on a shared database, a test's), that
- * call fails and so does our migration, with `schema "…" does not exist` naming a schema that is
- * not ours (seen in CI: two test workers creating and dropping schemas of their own).
- */
-function ownTables(kysely: Kysely<Database>, schema: string | undefined): DatabaseIntrospector {
-  const getTables = async (): Promise<TableMetadata[]> => {
-    const { rows } = await sql<{ name: string; schema: string }>`
-      select c.relname as name, n.nspname as schema
-      from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
-      where c.relkind in ('r', 'p') and n.nspname = coalesce(${schema ?? null}::text, current_schema())`.execute(kysely);
-    return rows.map((row) => ({ name: row.name, schema: row.schema, isView: false, columns: [] }));
-  };
-  return {
-    getSchemas: async (): Promise<SchemaMetadata[]> =>
-      schema === undefined
-        ? []
-        : (await sql<SchemaMetadata>`select nspname as name from pg_catalog.pg_namespace where nspname = ${schema}`.execute(kysely)).rows,
-    getTables,
-    getMetadata: async () => ({ tables: await getTables() }),
-  };
-}
-
-/** The same Kysely (pool, plugins, transactions) with another introspector. */
-function withIntrospector(kysely: Kysely<Database>, introspector: DatabaseIntrospector): Kysely<Database> {
-  return new Proxy(kysely, {
-    get(target, property) {
-      if (property === 'introspection') return introspector;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
 }
 
 /** Applies every pending migration; throws with the failing migration's name on error. */
