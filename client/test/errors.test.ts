@@ -1,3 +1,4 @@
+import { createServer, type Server, type Socket } from 'node:net';
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { Orgdata, OrgdataError, type ContactCreateParams, type OrgdataErrorCode } from '../src/index.js';
@@ -71,13 +72,21 @@ describe('errors (real server)', () => {
     const leaks = (error: unknown) => renderings(error).filter((text) => text.includes(key().slice('od_live_'.length, -2)));
 
     it('not from an API error, a refused key, a network failure or a timeout', async () => {
+      // A peer that accepts and never answers, so the timeout is the only way the call can end
+      // (against the real server a 1 ms timeout lost the race now and then on a loaded machine).
+      const sockets: Socket[] = [];
+      const silent: Server = createServer((socket) => void sockets.push(socket));
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}/api/v1`;
       const errors: unknown[] = [
         await failure(orgdata.contacts.get('con_nope')),
         await failure(orgdata.contacts.create({ first_name: 'x' } as ContactCreateParams)),
         await failure(new Orgdata({ apiKey: `${key().slice(0, -2)}xx`, baseUrl: server.baseUrl }).contacts.list()),
         await failure(new Orgdata({ apiKey: key(), baseUrl: 'http://127.0.0.1:9/api/v1', maxRetries: 0 }).contacts.list()),
-        await failure(new Orgdata({ apiKey: key(), baseUrl: server.baseUrl, timeout: 1, maxRetries: 0 }).contacts.list()),
+        await failure(new Orgdata({ apiKey: key(), baseUrl: silentUrl, timeout: 200, maxRetries: 0 }).contacts.list()),
       ];
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
       expect(errors.map((e) => (e as OrgdataError).code)).toEqual([
         'not_found',
         'invalid_request',
