@@ -1,9 +1,8 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import { sqliteConnectionOf, type Db } from './db/database.js';
 import { VerifiedKeyCache } from './domain/apiKeys/keyCache.js';
-import { ValidationError } from './domain/errors.js';
 import type { BlobStore } from './domain/files/blobStore.js';
 import type { FileDeps } from './domain/files/files.js';
 import { SignedLinks } from './domain/files/links.js';
@@ -23,8 +22,8 @@ import { cutStalledBodies } from './http/bodyTimeout.js';
 import { clientErrorHandler, MAX_URL_BYTES } from './http/clientErrors.js';
 import { errorHandler } from './http/errorHandler.js';
 import { useStrictJson } from './http/jsonBody.js';
-import { isApiPath, routeTable } from './http/methodNotAllowed.js';
 import { openApiCollector } from './http/openapi.js';
+import { checkEveryRequest } from './http/requestEdge.js';
 import { newRequestId, quoted, sendProblem } from './http/problem.js';
 import type { RateLimiter } from './http/rateLimiter.js';
 import { RequestLogWriter } from './http/requestLog.js';
@@ -35,7 +34,6 @@ import { transferRoutes } from './http/routes/transfers.js';
 import { NoQuery } from './http/schemas/common.js';
 import { closeConnectionsWhenShuttingDown, ShutdownState } from './http/shutdown.js';
 import './http/types.js';
-import { guardUrl } from './http/urlGuard.js';
 import { useStrictValidation } from './http/validation.js';
 import { cachedSerializers } from './http/serializers.js';
 import { errorForLog, requestForLog } from './web/logRedaction.js';
@@ -77,11 +75,6 @@ export interface AppDeps {
   metrics?: ServiceMetrics;
   /** Mail for invitations and password resets; by default the one configuration chooses (none without SMTP_URL). */
   mailer?: Mailer | null;
-}
-
-function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
-  const length = headers['content-length'];
-  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** proxy-addr's trust function for `hops` proxies: the socket's peer is hop 0, the next one in X-Forwarded-For hop 1. */
@@ -174,18 +167,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const schema = route.schema as { operationId?: string; querystring?: unknown } | undefined;
     if (schema?.operationId && !schema.querystring) schema.querystring = NoQuery;
   });
-  const allowedMethods = routeTable(app, isApiPath);
-  const methodNotAllowed = (request: FastifyRequest, reply: FastifyReply, path: string, allowed: string[]) => {
-    reply.header('allow', allowed.join(', '));
-    return sendProblem(
-      request,
-      reply,
-      config.docsUrl,
-      405,
-      'method_not_allowed',
-      `${request.method} is not allowed on ${quoted(path)}; allowed: ${allowed.join(', ')}.`,
-    );
-  };
   const openApi = openApiCollector(app, { publicUrl: config.publicUrl, maxFileBytes: config.maxFileBytes });
 
   useStrictJson(app);
@@ -193,32 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   closeConnectionsWhenShuttingDown(app, shutdown);
   cutStalledBodies(app, config.bodyIdleTimeoutSeconds);
 
-  // A callback hook, not an async one: an async hook costs every request a promise and a turn of
-  // the microtask queue (bench/README.md, "What still stands between create and its floor").
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('request-id', request.id);
-    if (request.url.length > MAX_URL_BYTES) {
-      sendProblem(request, reply, config.docsUrl, 414, 'uri_too_long', `The URL is longer than ${MAX_URL_BYTES} bytes.`);
-      return;
-    }
-    try {
-      guardUrl(request.url);
-      if (request.method === 'HEAD') {
-        const path = request.url.split('?')[0] ?? '/';
-        if (isApiPath(path)) {
-          methodNotAllowed(request, reply, path, allowedMethods(path));
-          return;
-        }
-      }
-      // A GET has no body (Fastify would ignore it); one sent anyway is refused, as on every other
-      // operation that takes none, rather than silently dropped.
-      if (request.method === 'GET' && hasBody(request.headers)) throw ValidationError.field('body', 'a GET request takes no body');
-    } catch (error) {
-      done(error as Error);
-      return;
-    }
-    done();
-  });
+  const methodNotAllowed = checkEveryRequest(app, config.docsUrl);
 
   app.setErrorHandler(errorHandler(config.docsUrl));
   app.setNotFoundHandler((request, reply) => {
@@ -228,8 +184,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       setPageHeaders(reply);
       return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
     }
-    const allowed = allowedMethods(path);
-    if (allowed.length > 0) return methodNotAllowed(request, reply, path, allowed);
+    const refused = methodNotAllowed(request, reply, path);
+    if (refused) return refused;
     return sendProblem(
       request,
       reply,
