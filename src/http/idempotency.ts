@@ -165,33 +165,54 @@ export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMe
 
 /**
  * onSend: keeps the response of a claimed request that did not store it with a write (domain
- * refusals such as contact_exists, whose transaction rolled back), or frees the key.
+ * refusals such as contact_exists, whose transaction rolled back), or frees the key. A callback
+ * hook: most POSTs have nothing left to do here (a keyed write stored its answer with the write, an
+ * unkeyed one has no claim), and an async hook would cost each of them a promise and a microtask turn.
  */
 export function idempotencyOnSend(db: Kysely<Database>) {
-  return async function onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  return function onSend(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (error: null, payload: unknown) => void,
+  ): void {
     const claimed = request.idempotency;
-    if (!claimed) return payload;
-    request.idempotency = undefined;
-    if (isStored(reply.statusCode) && typeof payload === 'string') {
-      try {
-        await complete(db, claimed, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload });
-      } catch (error) {
-        // Nothing was written; a retry after the claim lapses runs the request again. Logged loudly.
-        request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not store the idempotent response');
-      }
-    } else {
-      // Released at once, so a retry can run now. The connection that fails a request (a
-      // PostgreSQL backend terminated) may fail this too: a second try gets another from the pool.
-      // Unreleased, the claim blocks retries (409 idempotency_conflict) until it lapses.
-      await release(db, claimed)
-        .catch(async () => {
-          await new Promise((resolve) => setTimeout(resolve, 200));
-          await release(db, claimed);
-        })
-        .catch((error: unknown) =>
-          request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not release the idempotency key; it lapses with its claim'),
-        );
+    if (!claimed) {
+      done(null, payload);
+      return;
     }
-    return payload;
+    request.idempotency = undefined;
+    const send = () => done(null, payload);
+    void settleClaim(db, request, reply, claimed, payload).then(send, send);
   };
+}
+
+/** Stores the response of a claimed request, or releases its key; never throws (a failure is logged). */
+async function settleClaim(
+  db: Kysely<Database>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  claimed: Claim,
+  payload: unknown,
+): Promise<void> {
+  if (isStored(reply.statusCode) && typeof payload === 'string') {
+    try {
+      await complete(db, claimed, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload });
+    } catch (error) {
+      // Nothing was written; a retry after the claim lapses runs the request again. Logged loudly.
+      request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not store the idempotent response');
+    }
+  } else {
+    // Released at once, so a retry can run now. The connection that fails a request (a
+    // PostgreSQL backend terminated) may fail this too: a second try gets another from the pool.
+    // Unreleased, the claim blocks retries (409 idempotency_conflict) until it lapses.
+    await release(db, claimed)
+      .catch(async () => {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await release(db, claimed);
+      })
+      .catch((error: unknown) =>
+        request.log.error({ err: error, idempotencyKey: claimed.key }, 'could not release the idempotency key; it lapses with its claim'),
+      );
+  }
 }
