@@ -3,6 +3,7 @@ import { findRequest } from '../domain/requests/requestLog.js';
 import { OperatorError } from './operatorError.js';
 import type { CommandResult } from './dataCommands.js';
 import { withDb } from './withDb.js';
+import { parseJson } from '../domain/json.js';
 
 /**
  * `orgdata requests show REQUEST_ID`: the request a caller quotes (every error body and every
@@ -18,7 +19,7 @@ export async function showRequest(config: Config, requestId: string): Promise<Co
     );
   }
   const r = found.request;
-  const events = found.events.map((text) => JSON.parse(text) as { id: string; type: string; data: { object: { id: string } } });
+  const events = found.events.map((text) => parseJson(text) as { id: string; type: string; data: { object: { id: string } } });
   const lines = [
     `${r.request_id}  ${r.at}  org ${r.org_id}  key ${r.key_id}`,
     `${r.method} ${r.route} → ${r.status}${r.error_code ? ` ${r.error_code}` : ''} in ${r.duration_ms} ms from ${r.origin}`,

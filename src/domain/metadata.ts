@@ -1,5 +1,6 @@
 import type { FieldError } from './errors.js';
 import { charLength, isCleanText } from './validation.js';
+import { parseJson } from './json.js';
 
 /**
  * `metadata` on contacts and groups: an integrator's own string pairs, with Stripe's rules. At
@@ -94,5 +95,5 @@ export function metadataCountError(field: string, metadata: Metadata): FieldErro
 
 export function parseMetadata(text: string | null | undefined): Metadata {
   if (!text) return {};
-  return JSON.parse(text) as Metadata;
+  return parseJson(text) as Metadata;
 }

@@ -7,6 +7,7 @@ import { RetryableContention } from '../db/errors.js';
 import { retriedOnContention } from '../db/transaction.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../domain/errors.js';
 import { claim, complete, release, type Claim } from '../infra/idempotency/store.js';
+import { parseJson } from '../domain/json.js';
 
 export type IdempotencyClaim = Claim;
 
@@ -66,7 +67,7 @@ export function isStored(status: number): boolean {
 function replayBody(body: string, headers: Record<string, string>, requestId: string): string {
   if (!headers['content-type']?.includes('problem+json')) return body;
   try {
-    return JSON.stringify({ ...(JSON.parse(body) as Record<string, unknown>), request_id: requestId });
+    return JSON.stringify({ ...(parseJson(body) as Record<string, unknown>), request_id: requestId });
   } catch {
     return body;
   }

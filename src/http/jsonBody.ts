@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ValidationError } from '../domain/errors.js';
 import { METADATA_MESSAGES } from '../domain/metadata.js';
+import { parseWithEscapedKeys, scanKeys } from '../domain/json.js';
 import { quoted } from './problem.js';
 
 // fatal: a byte sequence that is not UTF-8 (a stray 0xff, an overlong or truncated sequence, an
@@ -59,7 +60,7 @@ export function duplicateKey(text: string): string | null {
 // Metadata's reserved key is refused in the same words wherever it is in a body.
 const RESERVED_KEY_MESSAGE = METADATA_MESSAGES.reserved;
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /**
  * Where a parsed body holds a key used for prototype pollution, as a field (`metadata.__proto__`),
@@ -71,7 +72,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export function pollutingKey(body: Json): string | null {
   // Looked for first without naming (a body almost never holds one): building every key's path,
   // each key spread into characters by quoted(), was most of this function's cost (issue 46).
-  if (!holdsPollutingKey(body)) return null;
+  if (!shapeOf(body).polluting) return null;
   const stack: [Json, string][] = [[body, '']];
   while (stack.length > 0) {
     const [value, path] = stack.pop()!;
@@ -92,9 +93,11 @@ export function pollutingKey(body: Json): string | null {
   return null;
 }
 
-/** Whether pollutingKey would name a key in `body`: the same walk, without the paths. */
-function holdsPollutingKey(body: Json): boolean {
+/** A parsed body's properties, counted over all its objects, and whether pollutingKey would name one. */
+export function shapeOf(body: Json): { keys: number; polluting: boolean } {
   const stack: Json[] = [body];
+  let keys = 0;
+  let polluting = false;
   while (stack.length > 0) {
     const value = stack.pop()!;
     if (value === null || typeof value !== 'object') continue;
@@ -104,12 +107,13 @@ function holdsPollutingKey(body: Json): boolean {
     }
     for (const key of Object.keys(value)) {
       const inner = value[key]!;
-      if (key === '__proto__') return true;
-      if (key === 'constructor' && inner !== null && typeof inner === 'object' && Object.hasOwn(inner, 'prototype')) return true;
+      keys++;
+      if (key === '__proto__') polluting = true;
+      else if (key === 'constructor' && inner !== null && typeof inner === 'object' && Object.hasOwn(inner, 'prototype')) polluting = true;
       stack.push(inner);
     }
   }
-  return false;
+  return { keys, polluting };
 }
 
 /**
@@ -129,20 +133,39 @@ export function useStrictJson(app: FastifyInstance): void {
     } catch {
       return done(new ValidationError([{ field: 'body', message: 'is not valid UTF-8' }], 'The body is not valid UTF-8.'));
     }
-    void parseJson(request, text, (error, value) => {
+    void parseJson(request, text, (error, parsed) => {
       if (error) return done(error);
-      const duplicate = duplicateKey(text);
-      if (duplicate !== null) {
-        const message = 'appears more than once in the same object';
-        const name = quoted(duplicate);
-        return done(new ValidationError([{ field: name, message }], `The body is ambiguous: "${name}" ${message}.`));
+      try {
+        done(null, strictJson(text, parsed));
+      } catch (refused) {
+        done(refused as Error);
       }
-      const polluting = pollutingKey(value as Json);
-      if (polluting !== null) {
-        const message = RESERVED_KEY_MESSAGE;
-        return done(new ValidationError([{ field: polluting, message }], `The request is not valid: ${polluting} ${message}.`));
-      }
-      done(null, value);
     });
   });
+}
+
+/**
+ * The body a well-formed JSON text stands for, as JSON.parse made it (`parsed`), or a
+ * ValidationError: a key repeated in one object, or a key used for prototype pollution. A text
+ * with escaped keys is parsed again around V8's bug (escapedKeys.ts) and always checked for
+ * repeats (that parse keeps every key apart, so counting cannot tell).
+ */
+export function strictJson(text: string, parsed: unknown): Json {
+  const keys = scanKeys(text);
+  const value = (keys.escaped.length > 0 ? parseWithEscapedKeys(text, keys.escaped) : parsed) as Json;
+  const shape = shapeOf(value);
+  const duplicate = keys.escaped.length === 0 && shape.keys === keys.count ? null : duplicateKey(text);
+  if (duplicate !== null) {
+    const message = 'appears more than once in the same object';
+    const name = quoted(duplicate);
+    throw new ValidationError([{ field: name, message }], `The body is ambiguous: "${name}" ${message}.`);
+  }
+  const polluting = shape.polluting ? pollutingKey(value) : null;
+  if (polluting !== null) {
+    throw new ValidationError(
+      [{ field: polluting, message: RESERVED_KEY_MESSAGE }],
+      `The request is not valid: ${polluting} ${RESERVED_KEY_MESSAGE}.`,
+    );
+  }
+  return value;
 }

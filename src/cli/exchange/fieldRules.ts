@@ -4,6 +4,7 @@ import { FILE_NAME_MAX } from '../../domain/files/files.js';
 import { groupFieldErrors } from '../../domain/groups/groups.js';
 import { isMetadataKey, metadataValueError, type Metadata } from '../../domain/metadata.js';
 import { checkText, LIMITS } from '../../domain/validation.js';
+import { parseJson } from '../../domain/json.js';
 
 /**
  * The rules the API holds a row's fields to, applied by `orgdata import` to each exported row
@@ -21,7 +22,7 @@ const text = (value: unknown): string | null => (typeof value === 'string' ? val
 function storedMetadata(value: unknown, errors: FieldError[]): Metadata | undefined {
   if (value === null || value === undefined) return undefined;
   try {
-    const parsed = JSON.parse(String(value)) as unknown;
+    const parsed = parseJson(String(value)) as unknown;
     if (
       parsed !== null &&
       typeof parsed === 'object' &&

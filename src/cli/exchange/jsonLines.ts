@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { OperatorError } from '../operatorError.js';
+import { parseJson } from '../../domain/json.js';
 
 /** A row of a table file with the number of its line (from 1), for messages that point at it. */
 export interface NumberedRow {
@@ -34,7 +35,7 @@ export async function* readRows(file: string, name: string): AsyncIterable<Numbe
 function parseRow(text: string, name: string, line: number): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJson(text);
   } catch (error) {
     throw new OperatorError(
       'export_invalid',

@@ -16,6 +16,7 @@ import { CONTACT_INSERT_COLUMNS, LINK_COLUMNS, PAIR_COLUMNS, type ContactInput, 
 import { getContact } from './read.js';
 import { searchText } from './searchText.js';
 import { toContactView, toContactViews, type ContactView } from './view.js';
+import { parseJson } from '../json.js';
 
 export { CONTACT_INSERT_COLUMNS, type ContactInput, type ContactPatch };
 
@@ -197,7 +198,7 @@ async function writeContacts(
     })),
   );
   await insertRows(trx, 'contact_labels', LINK_COLUMNS, links);
-  const pairs = kept.flatMap((row) => (row.metadata === '{}' ? [] : metadataRows(ctx.orgId, row, JSON.parse(row.metadata) as Metadata)));
+  const pairs = kept.flatMap((row) => (row.metadata === '{}' ? [] : metadataRows(ctx.orgId, row, parseJson(row.metadata) as Metadata)));
   await insertRows(trx, 'contact_metadata', PAIR_COLUMNS, pairs);
   // New contacts without labels (the usual single create) need no read to be shown.
   const views = links.length > 0 ? await toContactViews(trx, ctx.orgId, kept) : kept.map((row) => toContactView(row, []));

@@ -6,6 +6,7 @@ import type { Ctx } from '../context.js';
 import { requireScope } from '../scopes.js';
 import { deleteContact } from './contacts.js';
 import { eraseStoredAnswers, eraseWebhookAnswers, type StoredAnswer } from './erasedAnswers.js';
+import { parseJson } from '../json.js';
 
 export type { StoredAnswer } from './erasedAnswers.js';
 
@@ -104,7 +105,7 @@ export async function eraseContact(ctx: Ctx, contactId: string, replay: StoredAn
     const emails = new Set(row ? [row.email] : []);
     let events = 0;
     for (const event of (await mentioningEvents(trx, ctx.orgId, contactId)).rows) {
-      const data = JSON.parse(event.data) as unknown;
+      const data = parseJson(event.data) as unknown;
       emailsIn(data, contactId, emails);
       const erased = eraseIn(data, contactId);
       if (!erased.changed) continue;

@@ -5,6 +5,7 @@ import type { Position } from '../pagination.js';
 import { describeActors, describeRecords, recordKey, type ActorName, type RecordName } from './names.js';
 import { isMemberEventType, type ActivityResource, type MemberEventType } from './memberEvents.js';
 import { parsePattern, READ_SCOPE, readableResources, resourceOf, type EventType } from './types.js';
+import { parseJson } from '../json.js';
 
 /**
  * Activity (issue 20): what happened to the organisation's data and who did it, newest first, for
@@ -181,7 +182,7 @@ export async function listActivity(ctx: Ctx, page: ActivityPageRequest, filters:
   const pageRows = rows.slice(0, page.limit);
   if (ascending) pageRows.reverse();
 
-  const parsed = pageRows.map((row) => ({ row, data: JSON.parse(row.data) as StoredData }));
+  const parsed = pageRows.map((row) => ({ row, data: parseJson(row.data) as StoredData }));
   const records = parsed.flatMap(({ row, data }) => refsOf(row.type as EventType, row.subject_id, data));
   const [actors, names] = await Promise.all([describeActors(ctx, pageRows), describeRecords(ctx, records)]);
   const items = parsed.map(({ row, data }): ActivityItem => {

@@ -16,6 +16,7 @@ import { emptyState, html, type Html } from '../../html.js';
 import type { DashboardDeps } from '../../dashboardDeps.js';
 import { developerPage, LOGS } from './developerTabs.js';
 import { when } from './webhooks.js';
+import { parseJson } from '../../../domain/json.js';
 
 const PAGE = 50;
 
@@ -85,7 +86,7 @@ function logTable(rows: LoggedRequest[], keys: Map<string, ApiKeyView>, filtered
 
 function detailCard(detail: RequestDetail, keys: Map<string, ApiKeyView>): Html {
   const r = detail.request;
-  const events = detail.events.map((text) => JSON.parse(text) as { id: string; type: string; data: { object: { id: string } } });
+  const events = detail.events.map((text) => parseJson(text) as { id: string; type: string; data: { object: { id: string } } });
   return html`<section class="card" aria-labelledby="request-title">
     <h2 id="request-title">Request <code>${r.request_id}</code></h2>
     <dl>
