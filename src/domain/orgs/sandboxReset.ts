@@ -66,7 +66,14 @@ export async function resetSandbox(
         const result = await (trx as Kysely<any>).deleteFrom(table).where(column, '=', sandbox).executeTakeFirst();
         return Number(result.numDeletedRows);
       };
-      const files = await trx.selectFrom('files').select('storage_key').where('org_id', '=', sandbox).execute();
+      // The files go first, their keys read from the rows the delete removed (not from an earlier
+      // read): an upload that turned its file ready after such a read would leave its bytes with
+      // nothing pointing to them. An upload whose file is not ready yet finds it gone when it
+      // claims or completes it (404; receiveUpload removes what it copied), and one whose ready
+      // transaction is open is waited for, and its file deleted as it then is. The event and
+      // deliveries that transaction wrote are committed by the time they are deleted below.
+      const files = await trx.deleteFrom('files').where('org_id', '=', sandbox).returning('storage_key').execute();
+      counted.files = files.length;
       storageKeys = files.map((f) => f.storage_key).filter((key): key is string => key !== null);
       for (const key of storageKeys) await queuePurge(trx, key, now);
       await gone('webhook_attempts');
@@ -78,7 +85,6 @@ export async function resetSandbox(
       counted.groups = await gone('groups');
       counted.labels = await gone('labels');
       counted.contacts = await gone('contacts');
-      counted.files = await gone('files');
       await gone('idempotency_keys');
       if (options.endpoints) counted.webhook_endpoints = await gone('webhook_endpoints');
       if (options.keys) counted.api_keys = await gone('api_keys');
