@@ -1,21 +1,26 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR } from '../src/domain/events/memberEvents.js';
+import { purgeDueBlobs } from '../src/domain/files/purges.js';
+import { UPLOAD_CLAIM_LEASE_MS } from '../src/domain/files/storage.js';
 import { findSandbox } from '../src/domain/orgs/sandbox.js';
 import { resetSandbox, type SandboxReset } from '../src/domain/orgs/sandboxReset.js';
 import { createEndpoint } from '../src/domain/webhooks/endpoints.js';
+import { STAGING_PREFIX } from '../src/infra/blobs/s3BlobStore.js';
 import { openBlobStore } from '../src/infra/choose.js';
 import { STORES, storeHarness, type StoreProbe } from './helpers/blobStores.js';
 import { checkResponse } from './helpers/contract.js';
-import { ALL_SCOPES, DIALECTS, type Harness } from './helpers/harness.js';
+import { ALL_SCOPES, DIALECTS, makeHarness, type Harness } from './helpers/harness.js';
 import { LocalS3 } from './helpers/localS3.js';
 
 /*
  * "Reset test data" (resetSandbox: the dashboard's Developer > Test data page and `orgdata sandbox
- * reset` both call it; called here directly, in the test process, on the server's database and store) racing an upload of a sandbox file through its signed link.
+ * reset` both call it; called here directly, in the test process, on the server's database and
+ * store) racing an upload of a sandbox file through its signed link.
  *
  * An upload (receiveUpload) finds its `pending` file, streams the body aside to the store
  * (stage), claims the file (`upload_claim`), copies the bytes to the file's key (commit), then
@@ -32,12 +37,15 @@ import { LocalS3 } from './helpers/localS3.js';
  *    upload finds its file gone, 404 as in 1. (Before the fix the reset read the files' keys at
  *    its start and deleted the rows later: the upload turned its file ready in between, answered
  *    200, the reset deleted the row, and its bytes stayed in the store with nothing pointing to
- *    them.)
+ *    them.) Here the upload's claim waits for the reset's transaction (its file's row, deleted in
+ *    it), and finds the file gone once the reset commits.
  * 3. The upload's completing transaction is open (its file already `ready` in it, held here on
  *    the sandbox's webhook endpoint, which its delivery row references) when the reset deletes
  *    the files (PostgreSQL). The reset's delete waits for it and deletes the file as it then is:
  *    the upload answers 200 (it was done before the reset got to it), then the file is gone with
  *    its bytes and its `file.uploaded` event.
+ * 4. The reset runs while the upload copies its bytes into place (its claim taken): see the last
+ *    suite of this file.
  *
  * In every order: no file of the sandbox made before the reset survives it, no bytes of it are
  * left in the store (nor staging leftovers, nor rows of the purge ledger), a file made after the
@@ -287,3 +295,149 @@ describe.each(DIALECTS.flatMap((dialect) => STORES.map((store) => [dialect, stor
     });
   },
 );
+
+/** Whether a path-style request names a staging object (`/bucket/<STAGING_PREFIX>...`). */
+const isStaging = (url: string) =>
+  decodeURIComponent(new URL(url, 'http://s3').pathname).split('/').slice(2).join('/').startsWith(STAGING_PREFIX);
+
+/**
+ * An HTTP proxy in front of the S3 server that holds CopyObject requests (an upload's commit: its
+ * staged bytes copied to the file's key) until `release()`, and can refuse deletes of stored
+ * objects (503; staging objects aside, which the store sweeps on its own), as a store that fails
+ * just then.
+ */
+class S3Gate {
+  private readonly held: (() => void)[] = [];
+  holdCopies = false;
+  refuseDeletes = false;
+  private constructor(private readonly server: http.Server) {}
+
+  static async start(target: string): Promise<S3Gate> {
+    const server = http.createServer();
+    const gate = new S3Gate(server);
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const forward = () => {
+        const upstream = http.request(`${target}${req.url}`, { method: req.method, headers: req.headers, agent: false }, (answer) => {
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        });
+        upstream.on('error', () => res.destroy());
+        req.pipe(upstream);
+      };
+      const query = new URL(req.url ?? '/', 'http://s3').searchParams;
+      if (gate.holdCopies && req.method === 'PUT' && req.headers['x-amz-copy-source']) gate.held.push(forward);
+      else if (gate.refuseDeletes && req.method === 'DELETE' && !query.has('uploadId') && !isStaging(req.url ?? '')) {
+        res.writeHead(503, { 'content-type': 'application/xml' });
+        res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>refused</Message></Error>');
+      } else forward();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return gate;
+  }
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** How many copies wait. */
+  get waiting(): number {
+    return this.held.length;
+  }
+
+  /** Lets the held copies through, and those to come. */
+  release(): void {
+    this.holdCopies = false;
+    for (const go of this.held.splice(0)) go();
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+/*
+ * 4. The reset runs while an upload that has claimed its file copies its bytes into place (S3
+ *    store, the copy held by a proxy). The reset queues those bytes in the purge ledger for when
+ *    the claim lapses (as deleteFile does); the upload, finding its file gone once the copy is
+ *    done, answers 404 and removes them, or, when the store refuses that delete, leaves them to
+ *    housekeeping, which finds them in the ledger. (Before, the reset queued nothing for a file
+ *    without a storage_key: bytes the upload could not remove stayed in the bucket for good.)
+ */
+describe.each(DIALECTS)('resetting the test data while an upload copies its bytes into place, on %s, s3 store', (dialect) => {
+  let h: Harness;
+  let gate: S3Gate;
+  let bucket: string;
+  beforeAll(async () => {
+    gate = await S3Gate.start(s3.endpoint);
+    const made = await s3.newBucket();
+    bucket = made.bucket;
+    h = await makeHarness(dialect, { env: { ...made.env, S3_ENDPOINT: gate.endpoint } });
+  });
+  afterAll(async () => {
+    await h.close();
+    await gate.close();
+  });
+
+  const objectsOf = async (id: string) => (await s3.keys(bucket)).filter((key) => key.includes(id));
+  const ledger = async (id: string) =>
+    (await h.db.kysely.selectFrom('blob_purges').select(['storage_key', 'purge_after']).execute()).filter((row) =>
+      row.storage_key.includes(id),
+    );
+
+  for (const storeRefuses of [false, true]) {
+    it(`queues the bytes for purge; the upload answers 404 and ${storeRefuses ? 'housekeeping' : 'it'} removes them`, async () => {
+      const org = await h.newOrg();
+      const live = await org.key(ALL_SCOPES);
+      const test = await org.key(ALL_SCOPES, { mode: 'test' });
+      const reserve = async (key: string) =>
+        (await h.call(key, 'POST', '/api/v1/files', { name: 'a.txt', content_type: 'text/plain', size: 5 })).json<{
+          id: string;
+          upload_url: string;
+        }>();
+      const liveFile = await reserve(live);
+      expect((await h.app.inject({ method: 'PUT', url: pathOf(liveFile.upload_url), payload: 'live!' })).statusCode).toBe(200);
+      const file = await reserve(test);
+
+      gate.holdCopies = true;
+      const uploading = h.app.inject({ method: 'PUT', url: pathOf(file.upload_url), payload: 'test!' });
+      try {
+        await waitFor('the upload to copy its bytes into place', () => gate.waiting > 0);
+        const claimed = await h.db.kysely
+          .selectFrom('files')
+          .select('upload_claimed_at')
+          .where('id', '=', file.id)
+          .executeTakeFirstOrThrow();
+        expect(claimed.upload_claimed_at).not.toBeNull();
+
+        expect(await resetSandbox(h.db.kysely, await openBlobStore(h.config), org.orgId, OPERATOR)).toMatchObject({
+          files: 1,
+          bytes_pending: 0,
+        });
+        // Queued for when the claim lapses: removed earlier, the copy could land after the purge.
+        const lapses = new Date(Date.parse(claimed.upload_claimed_at!) + UPLOAD_CLAIM_LEASE_MS).toISOString();
+        expect(await ledger(file.id)).toEqual([{ storage_key: expect.stringContaining(file.id), purge_after: lapses }]);
+        gate.refuseDeletes = storeRefuses;
+      } finally {
+        gate.release();
+      }
+      const answer = await uploading;
+      gate.refuseDeletes = false;
+      expect(answer.statusCode).toBe(404);
+      expect(answer.json()).toMatchObject({ code: 'not_found' });
+
+      if (storeRefuses) {
+        // The copy landed and the store refused its removal: the ledger still names it.
+        expect(await objectsOf(file.id)).toHaveLength(1);
+        expect(await ledger(file.id)).toHaveLength(1);
+        await purgeDueBlobs(h.db.kysely, await openBlobStore(h.config), new Date(Date.now() + UPLOAD_CLAIM_LEASE_MS + 60_000));
+      }
+      expect(await objectsOf(file.id)).toEqual([]);
+      expect(await ledger(file.id)).toEqual([]);
+      expect((await h.call(test, 'GET', `/api/v1/files/${file.id}`)).statusCode).toBe(404);
+      // The live file is untouched.
+      expect((await h.call(live, 'GET', `/api/v1/files/${liveFile.id}`)).json()).toMatchObject({ status: 'ready' });
+      expect(await objectsOf(liveFile.id)).toHaveLength(1);
+    });
+  }
+});

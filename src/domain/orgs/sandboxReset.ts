@@ -5,6 +5,7 @@ import { keysRevoked } from '../apiKeys/keyCache.js';
 import { NotFoundError } from '../errors.js';
 import { recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
 import type { BlobStore } from '../files/blobStore.js';
+import { bytesToPurge } from '../files/files.js';
 import { purgeNow, queuePurge } from '../files/purges.js';
 import { findSandbox } from './sandbox.js';
 
@@ -58,7 +59,7 @@ export async function resetSandbox(
   if (!live) throw new NotFoundError(`No organisation ${liveOrgId}.`);
   const sandbox = await findSandbox(db, liveOrgId);
   const counted = { contacts: 0, labels: 0, groups: 0, files: 0, events: 0, deliveries: 0, api_keys: 0, webhook_endpoints: 0 };
-  let storageKeys: string[] = [];
+  const storageKeys: string[] = [];
   await inTransaction(db, async (trx) => {
     if (sandbox !== null) {
       const gone = async (table: keyof Database, column = 'org_id'): Promise<number> => {
@@ -72,10 +73,21 @@ export async function resetSandbox(
       // claims or completes it (404; receiveUpload removes what it copied), and one whose ready
       // transaction is open is waited for, and its file deleted as it then is. The event and
       // deliveries that transaction wrote are committed by the time they are deleted below.
-      const files = await trx.deleteFrom('files').where('org_id', '=', sandbox).returning('storage_key').execute();
+      // As deleteFile does, the bytes of an upload that claimed its file and may still be copying
+      // them into place are queued too, for when its claim lapses: receiveUpload removes them
+      // when it finds its file gone, and housekeeping does if it could not (a crash, the store).
+      const files = await trx
+        .deleteFrom('files')
+        .where('org_id', '=', sandbox)
+        .returning(['id', 'org_id', 'storage_key', 'upload_claimed_at'])
+        .execute();
       counted.files = files.length;
-      storageKeys = files.map((f) => f.storage_key).filter((key): key is string => key !== null);
-      for (const key of storageKeys) await queuePurge(trx, key, now);
+      for (const file of files) {
+        const purge = bytesToPurge(file, now);
+        if (!purge) continue;
+        await queuePurge(trx, purge.key, purge.after);
+        if (purge.after <= now) storageKeys.push(purge.key);
+      }
       await gone('webhook_attempts');
       counted.deliveries = await gone('webhook_deliveries');
       counted.events = await gone('events');
