@@ -188,7 +188,10 @@ export async function deleteFile(
  * stored bytes at once; those of an upload that claimed the file and may still be copying them
  * into place, once its claim has lapsed (removed earlier, the copy could land after the purge).
  */
-function bytesToPurge(file: Selectable<FilesTable>, now: Date): { key: string; after: Date } | null {
+export function bytesToPurge(
+  file: Pick<Selectable<FilesTable>, 'id' | 'org_id' | 'storage_key' | 'upload_claimed_at'>,
+  now: Date,
+): { key: string; after: Date } | null {
   if (file.storage_key) return { key: file.storage_key, after: now };
   if (file.upload_claimed_at) return { key: blobKey(file.org_id, file.id), after: claimLapses(file.upload_claimed_at) };
   return null;

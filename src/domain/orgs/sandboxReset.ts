@@ -5,6 +5,7 @@ import { keysRevoked } from '../apiKeys/keyCache.js';
 import { NotFoundError } from '../errors.js';
 import { recordMemberEvent, type IdentityCause } from '../events/memberEvents.js';
 import type { BlobStore } from '../files/blobStore.js';
+import { bytesToPurge } from '../files/files.js';
 import { purgeNow, queuePurge } from '../files/purges.js';
 import { findSandbox } from './sandbox.js';
 
@@ -58,7 +59,7 @@ export async function resetSandbox(
   if (!live) throw new NotFoundError(`No organisation ${liveOrgId}.`);
   const sandbox = await findSandbox(db, liveOrgId);
   const counted = { contacts: 0, labels: 0, groups: 0, files: 0, events: 0, deliveries: 0, api_keys: 0, webhook_endpoints: 0 };
-  let storageKeys: string[] = [];
+  const storageKeys: string[] = [];
   await inTransaction(db, async (trx) => {
     if (sandbox !== null) {
       const gone = async (table: keyof Database, column = 'org_id'): Promise<number> => {
@@ -66,9 +67,27 @@ export async function resetSandbox(
         const result = await (trx as Kysely<any>).deleteFrom(table).where(column, '=', sandbox).executeTakeFirst();
         return Number(result.numDeletedRows);
       };
-      const files = await trx.selectFrom('files').select('storage_key').where('org_id', '=', sandbox).execute();
-      storageKeys = files.map((f) => f.storage_key).filter((key): key is string => key !== null);
-      for (const key of storageKeys) await queuePurge(trx, key, now);
+      // The files go first, their keys read from the rows the delete removed (not from an earlier
+      // read): an upload that turned its file ready after such a read would leave its bytes with
+      // nothing pointing to them. An upload whose file is not ready yet finds it gone when it
+      // claims or completes it (404; receiveUpload removes what it copied), and one whose ready
+      // transaction is open is waited for, and its file deleted as it then is. The event and
+      // deliveries that transaction wrote are committed by the time they are deleted below.
+      // As deleteFile does, the bytes of an upload that claimed its file and may still be copying
+      // them into place are queued too, for when its claim lapses: receiveUpload removes them
+      // when it finds its file gone, and housekeeping does if it could not (a crash, the store).
+      const files = await trx
+        .deleteFrom('files')
+        .where('org_id', '=', sandbox)
+        .returning(['id', 'org_id', 'storage_key', 'upload_claimed_at'])
+        .execute();
+      counted.files = files.length;
+      for (const file of files) {
+        const purge = bytesToPurge(file, now);
+        if (!purge) continue;
+        await queuePurge(trx, purge.key, purge.after);
+        if (purge.after <= now) storageKeys.push(purge.key);
+      }
       await gone('webhook_attempts');
       counted.deliveries = await gone('webhook_deliveries');
       counted.events = await gone('events');
@@ -78,7 +97,6 @@ export async function resetSandbox(
       counted.groups = await gone('groups');
       counted.labels = await gone('labels');
       counted.contacts = await gone('contacts');
-      counted.files = await gone('files');
       await gone('idempotency_keys');
       if (options.endpoints) counted.webhook_endpoints = await gone('webhook_endpoints');
       if (options.keys) counted.api_keys = await gone('api_keys');
