@@ -90,6 +90,7 @@ export function scanKeys(text: string): KeyScan {
   const escaped: [number, number][] = [];
   let expectKey = false;
   let count = 0;
+  let backslash = text.indexOf('\\');
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
@@ -99,7 +100,9 @@ export function scanKeys(text: string): KeyScan {
       if (expectKey) {
         count++;
         expectKey = false;
-        const backslash = text.indexOf('\\', i + 1);
+        // The next backslash at or after this key, searched again only once passed: searching
+        // from each key to the end of a text without one would make the scan quadratic.
+        if (backslash !== -1 && backslash < i) backslash = text.indexOf('\\', i);
         if (backslash !== -1 && backslash < end) escaped.push([i, end]);
       }
       i = end;
