@@ -83,7 +83,7 @@ export interface KeyScan {
  * native search for its closing quote, and no key is cut out, hashed or remembered. duplicateKey,
  * character by character with a Set of each object's keys, was 15,000 instructions of a create and
  * 8,000 of each contact of a batch (bench/ablate.ts, strict-json; issue 46); it now runs only for
- * a text that repeats a key, to name it, or that has escaped keys (see escapedKeys.ts).
+ * a text that repeats a key, to name it, or that has escaped keys (see parseWithEscapedKeys).
  */
 export function scanKeys(text: string): KeyScan {
   const inObject: boolean[] = [];

@@ -147,10 +147,15 @@ export function useStrictJson(app: FastifyInstance): void {
 /**
  * The body a well-formed JSON text stands for, as JSON.parse made it (`parsed`), or a
  * ValidationError: a key repeated in one object, or a key used for prototype pollution. A text
- * with escaped keys is parsed again around V8's bug (escapedKeys.ts) and always checked for
+ * with escaped keys is parsed again around V8's bug (parseWithEscapedKeys) and always checked for
  * repeats (that parse keeps every key apart, so counting cannot tell).
  */
-export function strictJson(text: string, parsed: unknown): Json {
+export function strictJson(body: string, parsed: unknown): Json {
+  // Fastify's parser (secure-json-parse) drops one leading BOM, after TextDecoder dropped one: the
+  // text scanned and parsed again here must be the one it parsed, or a body starting with two BOMs
+  // and holding an escaped key made JSON.parse throw below (a 500 where the same body without
+  // escapes is read).
+  const text = body.charCodeAt(0) === 0xfeff ? body.slice(1) : body;
   const keys = scanKeys(text);
   const value = (keys.escaped.length > 0 ? parseWithEscapedKeys(text, keys.escaped) : parsed) as Json;
   const shape = shapeOf(value);
