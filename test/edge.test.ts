@@ -211,7 +211,7 @@ describe('duplicateKey', () => {
   });
 
   // The parser skips duplicateKey when it counts as many keys in the text as the parsed value
-  // holds, and parses a text with escaped keys around V8's bug (src/http/escapedKeys.ts): on random
+  // holds, and parses a text with escaped keys around V8's bug (src/domain/json.ts): on random
   // texts, built with the value they stand for, it must answer that value or name a repeated key.
   it('strictJson answers the value a text stands for, or refuses a repeated key, whatever parses came before', () => {
     let seed = 46;
