@@ -94,8 +94,7 @@ export function scanKeys(text: string): KeyScan {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      let end = text.indexOf('"', i + 1);
-      while (end !== -1 && isEscaped(text, end)) end = text.indexOf('"', end + 1);
+      const end = closingQuote(text, i);
       if (end === -1) break;
       if (expectKey) {
         count++;
@@ -119,6 +118,17 @@ export function scanKeys(text: string): KeyScan {
     }
   }
   return { count, escaped };
+}
+
+/**
+ * The index of the quote that closes the JSON string opening at `open`, or -1: found with a native
+ * search, skipping quotes escaped by an odd number of backslashes (scanKeys, http/jsonBody.ts's
+ * duplicateKey).
+ */
+export function closingQuote(text: string, open: number): number {
+  let end = text.indexOf('"', open + 1);
+  while (end !== -1 && isEscaped(text, end)) end = text.indexOf('"', end + 1);
+  return end;
 }
 
 /** Whether the quote at `at` is escaped: an odd number of backslashes right before it. */

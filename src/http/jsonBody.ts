@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ValidationError } from '../domain/errors.js';
 import { METADATA_MESSAGES } from '../domain/metadata.js';
-import { parseWithEscapedKeys, scanKeys } from '../domain/json.js';
+import { closingQuote, parseWithEscapedKeys, scanKeys } from '../domain/json.js';
 import { quoted } from './problem.js';
 
 // fatal: a byte sequence that is not UTF-8 (a stray 0xff, an overlong or truncated sequence, an
@@ -20,23 +20,12 @@ export function duplicateKey(text: string): string | null {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      let end = i + 1;
-      let escaped = false;
-      for (;;) {
-        const d = text.charCodeAt(end);
-        if (d === 0x5c) {
-          escaped = true;
-          end += 2;
-        } else if (d === 0x22 || Number.isNaN(d)) {
-          break;
-        } else {
-          end++;
-        }
-      }
+      const end = closingQuote(text, i);
+      if (end === -1) break;
       const keys = open[open.length - 1];
       if (expectKey && keys) {
         const raw = text.slice(i, end + 1);
-        const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
         if (keys.has(key)) return key;
         keys.add(key);
         expectKey = false;
