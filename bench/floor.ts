@@ -28,7 +28,7 @@ import Database from 'better-sqlite3';
 import { ALL_SCOPES, makeHarness } from '../test/helpers/harness.js';
 import { freePort } from '../test/helpers/serverProcess.js';
 import { batchBody, createBody } from './bodies.js';
-import { counted, median, startCountedScript } from './callgrind.js';
+import { countRoutes, startCountedScript, type CountedRoute, type RouteCount } from './callgrind.js';
 import { PART_NAMES, PARTS, record, replay, type FloorTarget, type Part, type Recorded } from './floorWrites.js';
 
 const run = promisify(execFile);
@@ -118,49 +118,15 @@ if (rows === 0) throw new Error('the page statement read no rows');
   return (long - short) / (LOOPS_LONG - LOOPS_SHORT);
 }
 
-interface Bare {
-  name: string;
-  method: 'GET' | 'POST';
-  path: string;
-  body?: (n: number) => unknown;
-  warmup: number;
-  requests: number;
-}
-
 /** Instructions per request of the bare app's routes, in one process under callgrind, one route after another. */
-async function bareApp(routes: Bare[], answers: string): Promise<Map<string, { perRequest: number; windows: number[] }>> {
+async function bareApp(routes: CountedRoute[], answers: string): Promise<Map<string, RouteCount>> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const dir = mkdtempSync(path.join(TMP, 'bare-'));
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), BARE_ANSWERS: answers };
   const server = await startCountedScript(env, url, dir, ['--import', 'tsx', path.join(import.meta.dirname, 'bareServer.ts')]);
-  const results = new Map<string, { perRequest: number; windows: number[] }>();
   try {
-    for (const route of routes) {
-      let n = 0;
-      const load = async (count: number) => {
-        for (const end = n + count; n < end; n++) {
-          const res = await fetch(url + route.path, {
-            method: route.method,
-            headers: route.body
-              ? { 'content-type': 'application/json', authorization: 'Bearer bench', 'idempotency-key': `bare-${n}` }
-              : {},
-            body: route.body ? JSON.stringify(route.body(n)) : undefined,
-          });
-          await res.text();
-          if (res.status >= 300) throw new Error(`bare ${route.path}: ${res.status}`);
-        }
-      };
-      await load(route.warmup);
-      const empty = [await server.windowed(async () => {})];
-      const windows = [];
-      for (let i = 0; i < WINDOWS; i++) windows.push(await server.windowed(() => load(route.requests)));
-      empty.push(await server.windowed(async () => {}));
-      const fixed = median(empty.map(counted));
-      const perWindow = windows.map((w) => (counted(w) - fixed) / route.requests);
-      results.set(route.name, { perRequest: median(perWindow), windows: perWindow });
-    }
-    return results;
+    return await countRoutes(server, url, routes, WINDOWS);
   } finally {
     await server.close();
     rmSync(dir, { recursive: true, force: true });

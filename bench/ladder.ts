@@ -1,0 +1,151 @@
+/**
+ * Create's ladder (issue 46, `npm run bench:ladder`, which builds first): where the instructions
+ * between create's floor and create as served go, one layer at a time. Each rung is the one below
+ * plus one layer of orgdata's create, counted as bench/budget.ts counts (callgrind, warm-up,
+ * windows of 400 requests one at a time, forced collections at the edges, compilers and major
+ * collections left out, the median window):
+ *
+ * 1. bare: Fastify parsing the body and sending a recorded contact (bench/ladderServer.ts);
+ * 2. raw: plus exactly the statements one create writes, values made beforehand, between `BEGIN
+ *    IMMEDIATE` and `COMMIT` on the server's own connection (the floor's writes, less the
+ *    idempotency row and the request log's share, which these requests do not make);
+ * 3. transaction: the same statements inside Kysely's transaction as the domain opens it;
+ * 4. domain: the built app's createContact, as the route calls it without an Idempotency-Key;
+ * 5. app: orgdata as served (bench/budget.ts's create) with no Idempotency-Key, REQUEST_LOG_DAYS=0
+ *    and METRICS_TOKEN unset: the route above the domain (authentication with the rate limits and
+ *    key guard, strict JSON, the body and response schemas, the hooks) — a process of its own
+ *    over data seeded alike (its figures differ from a same-process rung by the ~0.2 % two seeded
+ *    directories differ by, bench/README.md);
+ * 6. (printed beside, not run) the budget's create: idempotency, the request log and metrics on —
+ *    what each costs is bench/ablate.ts's to say.
+ *
+ * The ladder server and the app run side by side (BENCH_JOBS is not read: two processes).
+ * About 15 minutes on the 2-core machine.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { freePort, orgWithKey, serverEnv, startServerProcess } from '../test/helpers/serverProcess.js';
+import { createBody } from './bodies.js';
+import { countRoutes, startCountedScript, stop, type CountedRoute, type RouteCount } from './callgrind.js';
+import { seedContacts } from './seed.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const TMP = path.join(import.meta.dirname, '.tmp', 'ladder');
+const WINDOWS = 5;
+const WARMUP = 8000;
+const REQUESTS = 400;
+const APP_ENV = { REQUEST_LOG_DAYS: '0', METRICS_TOKEN: '' };
+
+const RUNGS: { name: string; path: string; what: string }[] = [
+  { name: 'bare', path: '/ladder/bare', what: 'bare Fastify: the body parsed, a contact sent' },
+  { name: 'raw', path: '/ladder/raw', what: "+ create's statements, BEGIN IMMEDIATE … COMMIT on the connection" },
+  { name: 'transaction', path: '/ladder/transaction', what: "+ Kysely's transaction around them (inTransaction)" },
+  { name: 'domain', path: '/ladder/domain', what: '+ the domain: createContact builds and binds them (checks, ids, event, view, outbox read)' },
+];
+
+/** A data directory as bench/budget.ts seeds it: an organisation, a key, a label, 1,000 contacts with it. */
+async function seed(): Promise<{ dataDir: string; orgId: string; keyId: string }> {
+  const env = await serverEnv('sqlite');
+  const made = await orgWithKey(env.env);
+  const server = await startServerProcess(env, { built: true, startSeconds: 300 });
+  try {
+    await seedContacts(env.url, made.key, 1000);
+  } finally {
+    await stop(server, 30);
+  }
+  return { dataDir: env.env.DATA_DIR!, orgId: made.orgId, keyId: made.keyId };
+}
+
+async function ladder(seeded: { dataDir: string; orgId: string; keyId: string }): Promise<Map<string, RouteCount>> {
+  const dataDir = mkdtempSync(path.join(TMP, 'data-'));
+  cpSync(seeded.dataDir, dataDir, { recursive: true });
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    LADDER_ORG: seeded.orgId,
+    LADDER_KEY_ID: seeded.keyId,
+    LADDER_REQUESTS: String(WARMUP + WINDOWS * REQUESTS),
+  };
+  const server = await startCountedScript(env, url, mkdtempSync(path.join(TMP, 'counted-')), [
+    '--import',
+    'tsx',
+    path.join(import.meta.dirname, 'ladderServer.ts'),
+  ]);
+  const headers = { 'content-type': 'application/json', authorization: 'Bearer bench' };
+  const routes: CountedRoute[] = RUNGS.map((rung) => ({
+    name: rung.name,
+    method: 'POST',
+    path: rung.path,
+    // The domain's creates numbered 30,000 on: five digits, as the raw and transaction rungs' (10,000 and 20,000 on).
+    body: rung.name === 'domain' ? (n: number) => createBody(30_000 + n) : createBody,
+    headers,
+    warmup: WARMUP,
+    requests: REQUESTS,
+  }));
+  try {
+    return await countRoutes(server, url, routes, WINDOWS);
+  } finally {
+    process.stderr.write(server.proc.output().split('\n').filter((line) => line.startsWith('ladder') || line.startsWith('  ')).join('\n') + '\n');
+    await server.close();
+  }
+}
+
+/** bench/budget.ts's create on this build with APP_ENV and no Idempotency-Key, its figure read back from the file it writes. */
+async function app(): Promise<number> {
+  const file = path.join(TMP, 'app.json');
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('npx', ['tsx', 'bench/budget.ts', '--update'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        BENCH_TARGETS: 'create',
+        BENCH_JOBS: '1',
+        BENCH_IDEMPOTENCY: '0',
+        BENCH_ENV: JSON.stringify(APP_ENV),
+        BENCH_BUDGET_FILE: file,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const prefix = (chunk: Buffer) => process.stderr.write(chunk.toString().replace(/^(?=.)/gm, '[app] '));
+    child.stdout.on('data', prefix);
+    child.stderr.on('data', prefix);
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bench/budget.ts exited ${code}`))));
+  });
+  return (JSON.parse(readFileSync(file, 'utf8')) as { targets: { create: { instructions: number } } }).targets.create.instructions;
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString('en-GB');
+rmSync(TMP, { recursive: true, force: true });
+mkdirSync(TMP, { recursive: true });
+const began = performance.now();
+try {
+  const [rungs, appFigure] = await Promise.all([seed().then(ladder), app()]);
+  const budget = (JSON.parse(readFileSync(path.join(import.meta.dirname, 'budget.json'), 'utf8')) as {
+    targets: { create: { instructions: number } };
+  }).targets.create.instructions;
+  const commit = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  console.log(`\ncreate's ladder (${commit}, ${((performance.now() - began) / 60_000).toFixed(1)} min; instructions a request, median of ${WINDOWS} windows)`);
+  console.log('    rung          total      adds   windows');
+  let below = 0;
+  for (const rung of RUNGS) {
+    const { perRequest, windows } = rungs.get(rung.name)!;
+    console.log(
+      `    ${rung.name.padEnd(12)} ${fmt(perRequest).padStart(9)} ${fmt(perRequest - below).padStart(9)}   ${windows.map(fmt).join(', ')}  ${rung.what}`,
+    );
+    below = perRequest;
+  }
+  console.log(
+    `    ${'app'.padEnd(12)} ${fmt(appFigure).padStart(9)} ${fmt(appFigure - below).padStart(9)}   + the route above the domain (no Idempotency-Key, REQUEST_LOG_DAYS=0, METRICS_TOKEN unset; a process of its own)`,
+  );
+  console.log(
+    `    ${'budget'.padEnd(12)} ${fmt(budget).padStart(9)} ${fmt(budget - appFigure).padStart(9)}   + idempotency, the request log, metrics (bench/budget.json; bench/ablate.ts splits them)`,
+  );
+} finally {
+  if (process.env.BENCH_KEEP !== '1') rmSync(TMP, { recursive: true, force: true });
+}
