@@ -201,18 +201,27 @@ export function bytesToPurge(
  * Housekeeping: reservations whose upload link expired without an upload are deleted (with the
  * bytes a crashed upload may have copied into place), leftovers of interrupted uploads are swept,
  * and the purge ledger is worked off. Runs periodically in the server.
+ *
+ * The bytes queued are read from the rows the delete removed, not from an earlier read: on
+ * PostgreSQL an upload may claim its file, or turn it ready, between two statements. A file
+ * claimed after such a read would be deleted with nothing queued for the bytes its upload copies
+ * (which remain when that upload cannot remove them itself: the store refuses, the server dies),
+ * and a file turned ready after it would be kept with a purge of its bytes queued. The delete
+ * waits for an upload whose transaction holds the row, and judges the row as that left it.
  */
 export async function purgeAbandonedUploads(db: Kysely<Database>, blobs: BlobStore, now: Date): Promise<number> {
   const deleted = await inTransaction(db, async (trx) => {
-    const expired = trx.selectFrom('files').where('status', '=', 'pending').where('upload_expires_at', '<=', nowIso(now));
-    const claimed = await expired.select(['id', 'org_id', 'upload_claimed_at']).where('upload_claimed_at', 'is not', null).execute();
-    for (const file of claimed) await queuePurge(trx, blobKey(file.org_id, file.id), claimLapses(file.upload_claimed_at!));
-    const result = await trx
+    const files = await trx
       .deleteFrom('files')
       .where('status', '=', 'pending')
       .where('upload_expires_at', '<=', nowIso(now))
-      .executeTakeFirst();
-    return Number(result.numDeletedRows);
+      .returning(['id', 'org_id', 'storage_key', 'upload_claimed_at'])
+      .execute();
+    for (const file of files) {
+      const purge = bytesToPurge(file, now);
+      if (purge) await queuePurge(trx, purge.key, purge.after);
+    }
+    return files.length;
   });
   await blobs.sweep(new Date(now.getTime() - 24 * 60 * 60 * 1000));
   // Bytes of deleted files the store could not take at the time.
