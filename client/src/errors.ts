@@ -1,3 +1,4 @@
+import { parseJson } from './json.js';
 import type { Problem, ProblemFieldError, ProblemQuota } from './types.js';
 
 /**
@@ -154,7 +155,7 @@ export function errorFromResponse(what: string, response: Response, text: string
   const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
   let problem: Partial<Problem> | undefined;
   try {
-    const parsed: unknown = JSON.parse(text);
+    const parsed: unknown = parseJson(text);
     if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) problem = parsed as Partial<Problem>;
   } catch {
     problem = undefined;

@@ -1,4 +1,5 @@
 import { errorFromResponse, OrgdataError } from './errors.js';
+import { parseJson } from './json.js';
 import { rateLimitOf, type RateLimitState } from './rateLimit.js';
 import { abortedError, retryDelay, sleep, type RetrySettings } from './retries.js';
 import { VERSION } from './version.js';
@@ -121,7 +122,7 @@ export class Transport {
         const text = await response.text();
         const rateLimit = recordRateLimit ? rateLimitOf(response.headers) : null;
         if (rateLimit) this.#lastRateLimit = rateLimit;
-        if (response.status >= 200 && response.status < 300) return parseJson<T>(what, response, text);
+        if (response.status >= 200 && response.status < 300) return parseBody<T>(what, response, text);
         error = errorFromResponse(what, response, text);
       } catch (caught) {
         if (caught instanceof OrgdataError) throw caught;
@@ -137,9 +138,9 @@ export class Transport {
   }
 }
 
-function parseJson<T>(what: string, response: Response, text: string): T {
+function parseBody<T>(what: string, response: Response, text: string): T {
   try {
-    return JSON.parse(text) as T;
+    return parseJson(text) as T;
   } catch (cause) {
     const requestId = response.headers.get('request-id') ?? undefined;
     throw new OrgdataError({

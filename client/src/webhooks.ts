@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { WebhookVerificationError } from './errors.js';
+import { parseJson } from './json.js';
 import type { Event } from './types.js';
 
 /** The test delivery the dashboard's "Send test event" sends; it is no event of the organisation's data. */
@@ -73,7 +74,7 @@ export function verify(rawBody: string | Uint8Array, headers: WebhookHeaders, se
     });
   if (!matched) throw new WebhookVerificationError('No webhook-signature entry matches the body signed with this secret.');
   try {
-    return JSON.parse(body.toString('utf8')) as WebhookEvent;
+    return parseJson(body.toString('utf8')) as WebhookEvent;
   } catch {
     throw new WebhookVerificationError('The signed body is not JSON.');
   }

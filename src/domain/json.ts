@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
 
+/*
+ * One file in two places, byte for byte: src/domain/json.ts (the server) and client/src/json.ts
+ * (@orgdata/client, published on its own; the server runs without it). Edit the server's and copy
+ * it over; client/test/json.test.ts fails while they differ. Hence no imports but Node's.
+ */
+
 /**
  * JSON text read back as a value: JSON.parse, around a bug of V8's that can change the escaped
- * keys of objects (see parseWithEscapedKeys). Every JSON whose keys come from a client goes through
- * here: request bodies (http/jsonBody.ts), metadata and events as stored, exports as imported.
+ * keys of objects (see parseWithEscapedKeys). On the server, every JSON whose keys come from a
+ * client goes through here: request bodies (src/http/jsonBody.ts), metadata and events as stored,
+ * exports as imported. In the client, every response, problem document and webhook delivery: an
+ * integrator's process may have parsed what sets the bug off before it reads a contact's metadata.
  * A text without a backslash, nearly all of them, costs one native search more than JSON.parse.
  */
 export function parseJson(text: string): unknown {
@@ -22,7 +30,9 @@ export function parseJson(text: string): unknown {
  * object with the same first keys and then an escaped key, which reads as `\`. The cache it poisons
  * belongs to the process, so one organisation's body could change the keys of another's: a
  * metadata key `/` (sent as `\/`) stored as `\`, a stored key `"` read back as `\`, two keys made
- * one. Values are not affected, nor keys written without escapes (test/edge.test.ts).
+ * one. Values are not affected, nor keys written without escapes (test/edge.test.ts). On Node
+ * 24.21 it took an escaped key of one character, last in its object, and a poisoning value still
+ * alive (once it is garbage-collected the key reads right again; client/test/json.test.ts).
  *
  * So a body whose keys hold an escape is parsed again with each such key replaced by a placeholder
  * without escapes, unique to the request (a random nonce after a private-use character), and the
@@ -79,11 +89,12 @@ export interface KeyScan {
 /**
  * The object keys of a JSON text that JSON.parse already accepted. JSON.parse keeps one property
  * for each distinct key of an object, so a text with as many keys as its parsed value has
- * properties (shapeOf) repeats none, and duplicateKey need not run: a string is skipped with a
- * native search for its closing quote, and no key is cut out, hashed or remembered. duplicateKey,
- * character by character with a Set of each object's keys, was 15,000 instructions of a create and
- * 8,000 of each contact of a batch (bench/ablate.ts, strict-json; issue 46); it now runs only for
- * a text that repeats a key, to name it, or that has escaped keys (see parseWithEscapedKeys).
+ * properties (the server's shapeOf) repeats none, and duplicateKey (src/http/jsonBody.ts) need not
+ * run: a string is skipped with a native search for its closing quote, and no key is cut out,
+ * hashed or remembered. duplicateKey, character by character with a Set of each object's keys, was
+ * 15,000 instructions of a create and 8,000 of each contact of a batch (bench/ablate.ts,
+ * strict-json; issue 46); it now runs only for a text that repeats a key, to name it, or that has
+ * escaped keys (see parseWithEscapedKeys).
  */
 export function scanKeys(text: string): KeyScan {
   const inObject: boolean[] = [];
@@ -122,7 +133,7 @@ export function scanKeys(text: string): KeyScan {
 
 /**
  * The index of the quote that closes the JSON string opening at `open`, or -1: found with a native
- * search, skipping quotes escaped by an odd number of backslashes (scanKeys, http/jsonBody.ts's
+ * search, skipping quotes escaped by an odd number of backslashes (scanKeys, the server's
  * duplicateKey).
  */
 export function closingQuote(text: string, open: number): number {
