@@ -289,11 +289,17 @@ export async function startCounted(
 }
 
 /** Another Node program (bench/bareServer.ts) under callgrind, ready once `url`/ping answers. */
-export async function startCountedScript(env: Record<string, string>, url: string, dir: string, args: string[]): Promise<CountedServer> {
+export async function startCountedScript(
+  env: Record<string, string>,
+  url: string,
+  dir: string,
+  args: string[],
+  options: { names?: boolean } = {},
+): Promise<CountedServer> {
   mkdirSync(dir, { recursive: true });
   const preload = writePreload(dir, 1);
   const scriptEnv = { ...env, NODE_OPTIONS: `--import=${preload}` };
-  const [command, ...rest] = [...valgrind(dir), process.execPath, ...NODE_FLAGS(), ...args];
+  const [command, ...rest] = [...valgrind(dir), process.execPath, ...NODE_FLAGS(options.names), ...args];
   const child = spawn(command!, rest, { env: scriptEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -312,7 +318,7 @@ export async function startCountedScript(env: Record<string, string>, url: strin
     }
     await sleep(100);
   }
-  return counting(proc, dir, scriptEnv, {});
+  return counting(proc, dir, scriptEnv, options);
 }
 
 function counting(
@@ -396,6 +402,8 @@ export interface RouteCount {
   /** The median window's instructions per request. */
   perRequest: number;
   windows: number[];
+  /** The median window's self cost by function, per request (a server started with `names`). */
+  functions: Map<string, number>;
 }
 
 /**
@@ -404,7 +412,12 @@ export interface RouteCount {
  * empty windows' median) ÷ requests, the median of the windows. One request at a time, as
  * bench/budget.ts sends them. Each route's requests are numbered from 0.
  */
-export async function countRoutes(server: CountedServer, url: string, routes: CountedRoute[], windows: number): Promise<Map<string, RouteCount>> {
+export async function countRoutes(
+  server: CountedServer,
+  url: string,
+  routes: CountedRoute[],
+  windows: number,
+): Promise<Map<string, RouteCount>> {
   const results = new Map<string, RouteCount>();
   for (const route of routes) {
     let n = 0;
@@ -428,7 +441,9 @@ export async function countRoutes(server: CountedServer, url: string, routes: Co
     empty.push(await server.windowed(async () => {}));
     const fixed = median(empty.map(counted));
     const perWindow = counts.map((w) => (counted(w) - fixed) / route.requests);
-    results.set(route.name, { perRequest: median(perWindow), windows: perWindow });
+    const middle = counts[perWindow.indexOf(median(perWindow))] ?? counts[0]!;
+    const functions = new Map([...middle.functions].map(([name, cost]) => [name, cost / route.requests] as const));
+    results.set(route.name, { perRequest: median(perWindow), windows: perWindow, functions });
   }
   return results;
 }

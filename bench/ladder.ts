@@ -20,7 +20,9 @@
  *    what each costs is bench/ablate.ts's to say.
  *
  * The ladder server and the app run side by side (BENCH_JOBS is not read: two processes).
- * About 15 minutes on the 2-core machine.
+ * About 9 minutes on the 2-core machine. BENCH_FUNCTIONS=1: the rungs' functions are named (V8's
+ * perf map) and each rung prints the functions that grew most over the rung below (self cost a
+ * request, the median windows'); BENCH_APP=0 leaves the app rung out.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -36,12 +38,18 @@ const WINDOWS = 5;
 const WARMUP = 8000;
 const REQUESTS = 400;
 const APP_ENV = { REQUEST_LOG_DAYS: '0', METRICS_TOKEN: '' };
+const FUNCTIONS = process.env.BENCH_FUNCTIONS === '1';
+const APP = process.env.BENCH_APP !== '0';
 
 const RUNGS: { name: string; path: string; what: string }[] = [
   { name: 'bare', path: '/ladder/bare', what: 'bare Fastify: the body parsed, a contact sent' },
   { name: 'raw', path: '/ladder/raw', what: "+ create's statements, BEGIN IMMEDIATE … COMMIT on the connection" },
   { name: 'transaction', path: '/ladder/transaction', what: "+ Kysely's transaction around them (inTransaction)" },
-  { name: 'domain', path: '/ladder/domain', what: '+ the domain: createContact builds and binds them (checks, ids, event, view, outbox read)' },
+  {
+    name: 'domain',
+    path: '/ladder/domain',
+    what: '+ the domain: createContact builds and binds them (checks, ids, event, view, outbox read)',
+  },
 ];
 
 /** A data directory as bench/budget.ts seeds it: an organisation, a key, a label, 1,000 contacts with it. */
@@ -71,11 +79,13 @@ async function ladder(seeded: { dataDir: string; orgId: string; keyId: string })
     LADDER_KEY_ID: seeded.keyId,
     LADDER_REQUESTS: String(WARMUP + WINDOWS * REQUESTS),
   };
-  const server = await startCountedScript(env, url, mkdtempSync(path.join(TMP, 'counted-')), [
-    '--import',
-    'tsx',
-    path.join(import.meta.dirname, 'ladderServer.ts'),
-  ]);
+  const server = await startCountedScript(
+    env,
+    url,
+    mkdtempSync(path.join(TMP, 'counted-')),
+    ['--import', 'tsx', path.join(import.meta.dirname, 'ladderServer.ts')],
+    { names: FUNCTIONS },
+  );
   const headers = { 'content-type': 'application/json', authorization: 'Bearer bench' };
   const routes: CountedRoute[] = RUNGS.map((rung) => ({
     name: rung.name,
@@ -90,13 +100,19 @@ async function ladder(seeded: { dataDir: string; orgId: string; keyId: string })
   try {
     return await countRoutes(server, url, routes, WINDOWS);
   } finally {
-    process.stderr.write(server.proc.output().split('\n').filter((line) => line.startsWith('ladder') || line.startsWith('  ')).join('\n') + '\n');
+    process.stderr.write(
+      server.proc
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('ladder') || line.startsWith('  '))
+        .join('\n') + '\n',
+    );
     await server.close();
   }
 }
 
-/** bench/budget.ts's create on this build with APP_ENV and no Idempotency-Key, its figure read back from the file it writes. */
-async function app(): Promise<number> {
+/** bench/budget.ts's create on this build with APP_ENV and no Idempotency-Key, its figure (and functions) read back from the file it writes. */
+async function app(): Promise<{ instructions: number; functions: Map<string, number> }> {
   const file = path.join(TMP, 'app.json');
   await new Promise<void>((resolve, reject) => {
     const child = spawn('npx', ['tsx', 'bench/budget.ts', '--update'], {
@@ -117,7 +133,10 @@ async function app(): Promise<number> {
     child.on('error', reject);
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bench/budget.ts exited ${code}`))));
   });
-  return (JSON.parse(readFileSync(file, 'utf8')) as { targets: { create: { instructions: number } } }).targets.create.instructions;
+  const { instructions, functions } = (
+    JSON.parse(readFileSync(file, 'utf8')) as { targets: { create: { instructions: number; functions?: Record<string, number> } } }
+  ).targets.create;
+  return { instructions, functions: new Map(Object.entries(functions ?? {})) };
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-GB');
@@ -125,12 +144,17 @@ rmSync(TMP, { recursive: true, force: true });
 mkdirSync(TMP, { recursive: true });
 const began = performance.now();
 try {
-  const [rungs, appFigure] = await Promise.all([seed().then(ladder), app()]);
-  const budget = (JSON.parse(readFileSync(path.join(import.meta.dirname, 'budget.json'), 'utf8')) as {
-    targets: { create: { instructions: number } };
-  }).targets.create.instructions;
+  const [rungs, appRung] = await Promise.all([seed().then(ladder), APP ? app() : Promise.resolve(null)]);
+  const appFigure = appRung?.instructions ?? null;
+  const budget = (
+    JSON.parse(readFileSync(path.join(import.meta.dirname, 'budget.json'), 'utf8')) as {
+      targets: { create: { instructions: number } };
+    }
+  ).targets.create.instructions;
   const commit = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  console.log(`\ncreate's ladder (${commit}, ${((performance.now() - began) / 60_000).toFixed(1)} min; instructions a request, median of ${WINDOWS} windows)`);
+  console.log(
+    `\ncreate's ladder (${commit}, ${((performance.now() - began) / 60_000).toFixed(1)} min; instructions a request, median of ${WINDOWS} windows)`,
+  );
   console.log('    rung          total      adds   windows');
   let below = 0;
   for (const rung of RUNGS) {
@@ -140,12 +164,25 @@ try {
     );
     below = perRequest;
   }
-  console.log(
-    `    ${'app'.padEnd(12)} ${fmt(appFigure).padStart(9)} ${fmt(appFigure - below).padStart(9)}   + the route above the domain (no Idempotency-Key, REQUEST_LOG_DAYS=0, METRICS_TOKEN unset; a process of its own)`,
-  );
-  console.log(
-    `    ${'budget'.padEnd(12)} ${fmt(budget).padStart(9)} ${fmt(budget - appFigure).padStart(9)}   + idempotency, the request log, metrics (bench/budget.json; bench/ablate.ts splits them)`,
-  );
+  if (appFigure !== null) {
+    console.log(
+      `    ${'app'.padEnd(12)} ${fmt(appFigure).padStart(9)} ${fmt(appFigure - below).padStart(9)}   + the route above the domain (no Idempotency-Key, REQUEST_LOG_DAYS=0, METRICS_TOKEN unset; a process of its own)`,
+    );
+    console.log(
+      `    ${'budget'.padEnd(12)} ${fmt(budget).padStart(9)} ${fmt(budget - appFigure).padStart(9)}   + idempotency, the request log, metrics (bench/budget.json; bench/ablate.ts splits them)`,
+    );
+  }
+  if (FUNCTIONS) {
+    const steps = RUNGS.map((rung) => ({ name: rung.name, functions: rungs.get(rung.name)!.functions }));
+    if (appRung) steps.push({ name: 'app', functions: appRung.functions });
+    for (let i = 1; i < steps.length; i++) {
+      const [lower, upper] = [steps[i - 1]!.functions, steps[i]!.functions];
+      const names = new Set([...lower.keys(), ...upper.keys()]);
+      const grew = [...names].map((name) => [name, (upper.get(name) ?? 0) - (lower.get(name) ?? 0)] as const).sort((a, b) => b[1] - a[1]);
+      console.log(`\n${steps[i]!.name} over ${steps[i - 1]!.name}: the functions that grew most (self cost a request)`);
+      for (const [name, cost] of grew.slice(0, 40)) console.log(`  ${fmt(cost).padStart(8)}  ${name.slice(0, 150)}`);
+    }
+  }
 } finally {
   if (process.env.BENCH_KEEP !== '1') rmSync(TMP, { recursive: true, force: true });
 }

@@ -99,7 +99,8 @@ const recorded = await recordCreate(RECORDED_N);
 const answer = recorded.answer as { id: string };
 const writes = recorded.calls.filter((call) => !/^\s*(select|with|pragma)\b/i.test(call.sql));
 const eventId = writes.flatMap((call) => call.values).find((value) => typeof value === 'string' && /^evt_\w{20}$/.test(value)) as string;
-if (!eventId || writes.length < 2) throw new Error(`recorded ${writes.length} writes: ${writes.map((w) => w.sql.slice(0, 60)).join(' | ')}`);
+if (!eventId || writes.length < 2)
+  throw new Error(`recorded ${writes.length} writes: ${writes.map((w) => w.sql.slice(0, 60)).join(' | ')}`);
 
 /**
  * The recorded writes made new for request `k` of a rung: the contact's and the event's ids, and

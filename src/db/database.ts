@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { ConfigError } from '../config.js';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, SqliteDialect, type Driver, type Migration, type MigrationProvider } from 'kysely';
+import { Kysely, Migrator, type Migration, type MigrationProvider } from 'kysely';
 import * as core from './migrations/001_core.js';
 import * as groupsFiles from './migrations/002_groups_files.js';
 import * as sessions from './migrations/003_sessions.js';
@@ -34,6 +34,7 @@ import { isConnectionLost, isStatementTimeout } from './errors.js';
 import { openPostgres, type PoolStats } from './postgres.js';
 import { ownTables, withIntrospector } from './migrationIntrospector.js';
 import type { Database } from './schema.js';
+import { ImmediateSqliteDialect, sqliteTransactionsOf, type SqliteTransaction, type SqliteTransactions } from './sqliteTransactions.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -97,37 +98,47 @@ export function openDatabase(options: DatabaseOptions): Db {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   const statements = withStatementCache(sqlite);
-  const kysely = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: statements }) });
+  const dialect = new ImmediateSqliteDialect({ database: statements });
+  const kysely = new Kysely<Database>({ dialect });
   direct.set(kysely, { sqlite, prepare: statements.prepare });
+  runners.set(kysely, { sqlite, prepare: statements.prepare, dialect, runner: undefined });
   return { kysely, dialect: 'sqlite', poolStats: () => null, close: () => kysely.destroy() };
-}
-
-/**
- * SQLite's dialect, with every transaction opened by `BEGIN IMMEDIATE`: it takes the write lock
- * at once, waiting up to busy_timeout for another process (the CLI beside a running server, two
- * CLI runs) to finish. Kysely's `BEGIN` is deferred: a transaction that reads and then writes
- * while another process writes fails with SQLITE_BUSY at its first write without waiting, since
- * SQLite cannot upgrade a read snapshot that is no longer the newest. Within one process the
- * dialect's single connection already runs one transaction at a time, so nothing is lost by
- * taking the lock early.
- */
-class ImmediateSqliteDialect extends SqliteDialect {
-  override createDriver(): Driver {
-    const driver = super.createDriver();
-    driver.beginTransaction = async (connection) => {
-      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-    };
-    return driver;
-  }
 }
 
 /** The SQLite connection behind a database opened here, for reads that skip Kysely's executor. */
 export interface DirectSqlite {
   sqlite: SQLite.Database;
   prepare(text: string): SQLite.Statement;
+  /** For a transaction of SqliteTransactions: it, which says whether it is still open. */
+  transaction?: SqliteTransaction;
 }
 
 const direct = new WeakMap<Kysely<Database>, DirectSqlite>();
+const runners = new WeakMap<
+  Kysely<Database>,
+  {
+    sqlite: SQLite.Database;
+    prepare(text: string): SQLite.Statement;
+    dialect: ImmediateSqliteDialect;
+    runner: SqliteTransactions | undefined;
+  }
+>();
+
+/**
+ * The transaction runner of a SQLite database opened here (see SqliteTransactions), once Kysely
+ * has opened its connection; undefined on PostgreSQL and before the first query.
+ */
+export function sqliteTransactions(db: Kysely<Database>): SqliteTransactions | undefined {
+  const entry = runners.get(db);
+  if (!entry) return undefined;
+  if (!entry.runner) {
+    const { sqlite, prepare } = entry;
+    entry.runner = sqliteTransactionsOf(db, sqlite, entry.dialect, (transaction) =>
+      direct.set(transaction.trx, { sqlite, prepare, transaction }),
+    );
+  }
+  return entry.runner;
+}
 
 /**
  * The SQLite connection of `db` when a statement may run on it directly, synchronously, without
@@ -142,6 +153,9 @@ const direct = new WeakMap<Kysely<Database>, DirectSqlite>();
 export function directSqlite(db: Kysely<Database>): DirectSqlite | undefined {
   const found = direct.get(db);
   if (!found) return undefined;
+  // A transaction of SqliteTransactions: while it is open (a flag, where asking the connection
+  // is a call into better-sqlite3 for every statement).
+  if (found.transaction) return found.transaction.open ? found : undefined;
   return found.sqlite.inTransaction === db.isTransaction ? found : undefined;
 }
 

@@ -11,6 +11,32 @@ const ROWS = 100;
 
 const statements = new Map<string, PreparedQuery<never, number>>();
 const skipping = new Map<string, PreparedQuery<{ id: string }, number>>();
+const statementsByList = new WeakMap<readonly string[], Map<string, PreparedQuery<never, number>>>();
+const skippingByList = new WeakMap<readonly string[], Map<string, PreparedQuery<{ id: string }, number>>>();
+
+/**
+ * The statement of `table` and `columns`, found by the columns list itself (callers pass
+ * constants: no joining of the names and hashing of the text per insert, which a create did four
+ * times), else by its name, else made.
+ */
+function statementFor<S>(
+  byList: WeakMap<readonly string[], Map<string, S>>,
+  byName: Map<string, S>,
+  table: string,
+  columns: readonly string[],
+  make: () => S,
+): S {
+  let tables = byList.get(columns);
+  if (!tables) byList.set(columns, (tables = new Map()));
+  let statement = tables.get(table);
+  if (!statement) {
+    const name = `${table}(${columns.join(',')})`;
+    statement = byName.get(name) ?? make();
+    byName.set(name, statement);
+    tables.set(table, statement);
+  }
+  return statement;
+}
 
 /** `insert into table (columns) values (…), …` of `count` rows, each value a slot. */
 function insertOf<T extends keyof Database & string>(
@@ -30,14 +56,16 @@ function insertOf<T extends keyof Database & string>(
     );
 }
 
-/** The rows cut into statements' worth, each as its values in slot order. */
-function* chunksOf(columns: readonly string[], rows: readonly Record<string, unknown>[]): Generator<[unknown[], number]> {
-  for (let start = 0; start < rows.length; start += ROWS) {
-    const chunk = rows.slice(start, start + ROWS);
-    const values = new Array<unknown>(chunk.length * columns.length);
-    chunk.forEach((row, r) => columns.forEach((column, c) => (values[r * columns.length + c] = row[column] ?? null)));
-    yield [values, chunk.length];
+/** The values of rows `start` to `end` (one statement's worth) in slot order: a plain loop, no closures or copies. */
+function valuesOf(columns: readonly string[], rows: readonly Record<string, unknown>[], start: number, end: number): unknown[] {
+  const width = columns.length;
+  const values = new Array<unknown>((end - start) * width);
+  let i = 0;
+  for (let r = start; r < end; r++) {
+    const row = rows[r]!;
+    for (let c = 0; c < width; c++) values[i++] = row[columns[c]!] ?? null;
   }
+  return values;
 }
 
 /**
@@ -52,13 +80,18 @@ export async function insertRows<T extends keyof Database & string>(
   columns: readonly string[],
   rows: readonly Record<string, unknown>[],
 ): Promise<void> {
-  const name = `${table}(${columns.join(',')})`;
-  let statement = statements.get(name);
-  if (!statement) {
-    statement = new PreparedQuery<never, number>((kysely, slot, count) => insertOf(kysely, slot, table, columns, count));
-    statements.set(name, statement);
+  if (rows.length === 0) return;
+  const statement = statementFor(
+    statementsByList,
+    statements,
+    table,
+    columns,
+    () => new PreparedQuery<never, number>((kysely, slot, count) => insertOf(kysely, slot, table, columns, count)),
+  );
+  for (let start = 0; start < rows.length; start += ROWS) {
+    const end = Math.min(rows.length, start + ROWS);
+    await statement.run(db, valuesOf(columns, rows, start, end), end - start);
   }
-  for (const [values, count] of chunksOf(columns, rows)) await statement.run(db, values, count);
 }
 
 /**
@@ -73,19 +106,23 @@ export async function insertRowsSkippingTaken<T extends keyof Database & string>
   columns: readonly string[],
   rows: readonly Record<string, unknown>[],
 ): Promise<Set<string>> {
-  const name = `${table}(${columns.join(',')})`;
-  let statement = skipping.get(name);
-  if (!statement) {
-    statement = new PreparedQuery<{ id: string }, number>((kysely, slot, count) =>
-      insertOf(kysely, slot, table, columns, count)
-        .onConflict((conflict) => conflict.doNothing())
-        .returning(sql<string>`id`.as('id')),
-    );
-    skipping.set(name, statement);
-  }
+  if (rows.length === 0) return new Set();
+  const statement = statementFor(
+    skippingByList,
+    skipping,
+    table,
+    columns,
+    () =>
+      new PreparedQuery<{ id: string }, number>((kysely, slot, count) =>
+        insertOf(kysely, slot, table, columns, count)
+          .onConflict((conflict) => conflict.doNothing())
+          .returning(sql<string>`id`.as('id')),
+      ),
+  );
   const inserted = new Set<string>();
-  for (const [values, count] of chunksOf(columns, rows)) {
-    for (const row of await statement.execute(db, values, count)) inserted.add(row.id);
+  for (let start = 0; start < rows.length; start += ROWS) {
+    const end = Math.min(rows.length, start + ROWS);
+    for (const row of await statement.execute(db, valuesOf(columns, rows, start, end), end - start)) inserted.add(row.id);
   }
   return inserted;
 }

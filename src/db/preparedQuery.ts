@@ -51,37 +51,39 @@ export class PreparedQuery<Row, Shape extends string | number = string> {
     return compiled;
   }
 
-  private bind(db: Kysely<Database>, values: readonly unknown[], shape: Shape): CompiledQuery {
-    const { query, slots } = this.compiled(db, shape);
+  /** The compiled query's parameters with `values` in their slots. */
+  private static parameters({ query, slots }: Compiled, values: readonly unknown[]): unknown[] {
     const parameters = new Array<unknown>(slots.length);
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i]!;
       parameters[i] = slot === -1 ? query.parameters[i] : values[slot];
     }
-    return { ...query, parameters };
+    return parameters;
   }
 
   /** Runs a query that returns rows. */
   async execute(db: Kysely<Database>, values: readonly unknown[], shape = '' as Shape): Promise<Row[]> {
-    const query = this.bind(db, values, shape);
+    const compiled = this.compiled(db, shape);
+    const parameters = PreparedQuery.parameters(compiled, values);
     const sqlite = directSqlite(db);
     if (sqlite) {
-      const statement = sqlite.prepare(query.sql);
-      if (statement.reader) return statement.all(query.parameters) as Row[];
+      const statement = sqlite.prepare(compiled.query.sql);
+      if (statement.reader) return statement.all(parameters) as Row[];
     }
-    const result = await db.executeQuery<Row>(query);
+    const result = await db.executeQuery<Row>({ ...compiled.query, parameters } as CompiledQuery<Row>);
     return result.rows;
   }
 
   /** Runs a write (insert, update, delete without `returning`); resolves with the rows it changed. */
   async run(db: Kysely<Database>, values: readonly unknown[], shape = '' as Shape): Promise<number> {
-    const query = this.bind(db, values, shape);
+    const compiled = this.compiled(db, shape);
+    const parameters = PreparedQuery.parameters(compiled, values);
     const sqlite = directSqlite(db);
     if (sqlite) {
-      const statement = sqlite.prepare(query.sql);
-      if (!statement.reader) return statement.run(query.parameters).changes;
+      const statement = sqlite.prepare(compiled.query.sql);
+      if (!statement.reader) return statement.run(parameters).changes;
     }
-    const result = await db.executeQuery(query);
+    const result = await db.executeQuery({ ...compiled.query, parameters });
     return Number(result.numAffectedRows ?? 0);
   }
 }

@@ -1,7 +1,7 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { adoptConnection } from './database.js';
+import { adoptConnection, sqliteTransactions } from './database.js';
 import { isContention, RetryableContention } from './errors.js';
 
 /**
@@ -12,6 +12,8 @@ import { isContention, RetryableContention } from './errors.js';
  */
 export function inTransaction<T>(db: Kysely<Database>, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   if (db.isTransaction) return work(db);
+  const runner = sqliteTransactions(db);
+  if (runner) return runner.run(work);
   return db.transaction().execute((trx) => {
     adoptConnection(trx, db);
     return work(trx);

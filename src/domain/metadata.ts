@@ -1,5 +1,5 @@
 import type { FieldError } from './errors.js';
-import { charLength, isCleanText } from './validation.js';
+import { charLength, isCleanText, longerThan } from './validation.js';
 import { parseJson } from './json.js';
 
 /**
@@ -42,7 +42,7 @@ export function isMetadataKey(key: string): boolean {
 }
 
 export function metadataValueError(value: string): string | null {
-  if (charLength(value) > METADATA_LIMITS.value) return `must be at most ${METADATA_LIMITS.value} characters`;
+  if (longerThan(value, METADATA_LIMITS.value)) return `must be at most ${METADATA_LIMITS.value} characters`;
   if (!isCleanText(value, true) || value.includes('\u0000')) return 'must be text without control characters';
   return null;
 }

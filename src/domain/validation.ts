@@ -17,6 +17,15 @@ export function charLength(value: string): number {
   return n;
 }
 
+/**
+ * Whether `value` has more than `max` code points: counted only when its UTF-16 length is over
+ * `max` (a string has at most as many code points as code units), so a field within its limit,
+ * nearly every one, is not walked character by character.
+ */
+export function longerThan(value: string, max: number): boolean {
+  return value.length > max && charLength(value) > max;
+}
+
 // NUL cannot be stored by PostgreSQL and has no business in any field; other C0 controls are
 // refused in one-line fields (tab, newline and carriage return stay allowed in multi-line ones).
 // C1 controls are refused everywhere; bidirectional embedding, override and isolate controls in
@@ -42,7 +51,7 @@ export function checkText(
     errors.push({ field, message: 'must not be empty' });
     return;
   }
-  if (charLength(value) > options.max) {
+  if (longerThan(value, options.max)) {
     errors.push({ field, message: `must be at most ${options.max} characters` });
     return;
   }
@@ -107,13 +116,14 @@ export function isEmail(value: string): boolean {
 }
 
 function emailIsValid(value: string): boolean {
-  if (charLength(value) > LIMITS.email || !isCleanText(value) || /\s/u.test(value)) return false;
+  if (longerThan(value, LIMITS.email) || !isCleanText(value) || /\s/u.test(value)) return false;
   const at = value.lastIndexOf('@');
   if (at <= 0) return false;
   const local = value.slice(0, at);
   if (Buffer.byteLength(local) > 64 || !LOCAL.test(local)) return false;
   const domain = canonicalDomain(value.slice(at + 1));
-  if (domain === null || charLength(local) + 1 + charLength(domain) > LIMITS.email) return false;
+  if (domain === null || (local.length + 1 + domain.length > LIMITS.email && charLength(local) + 1 + charLength(domain) > LIMITS.email))
+    return false;
   const labels = domain.split('.');
   if (labels.length < 2) return false;
   return labels.every((label) => LABEL.test(label)) && !/^\d+$/.test(labels[labels.length - 1] ?? '');
@@ -135,7 +145,7 @@ export function normaliseEmail(given: string): string {
 }
 
 export function checkEmail(field: string, value: string, errors: FieldError[]): void {
-  if (charLength(value) > LIMITS.email) {
+  if (longerThan(value, LIMITS.email)) {
     errors.push({ field, message: `must be at most ${LIMITS.email} characters` });
   } else if (!isEmail(value)) {
     errors.push({ field, message: 'must be a valid email address such as ada@example.com' });

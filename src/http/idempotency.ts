@@ -2,9 +2,8 @@ import { hash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { adoptConnection } from '../db/database.js';
 import { RetryableContention } from '../db/errors.js';
-import { retriedOnContention } from '../db/transaction.js';
+import { inTransaction, retriedOnContention } from '../db/transaction.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../domain/errors.js';
 import { claim, complete, release, type Claim } from '../infra/idempotency/store.js';
 import { parseJson } from '../domain/json.js';
@@ -135,8 +134,7 @@ export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMe
       // Run again whole when the domain says its work met contention and may be (RetryableContention:
       // it only writes to the database): a rolled-back attempt left nothing, its headers included.
       const attempt = () =>
-        db.transaction().execute(async (trx) => {
-          adoptConnection(trx, db);
+        inTransaction(db, async (trx) => {
           request.trx = trx;
           reply.removeHeader('location');
           const result: unknown = await handler.call(this, request, reply);
