@@ -27,11 +27,27 @@ function randomDigits(length: number): number[] {
   return digits;
 }
 
+/** The character codes of ALPHABET, by digit. */
+const CODES = Array.from(ALPHABET, (c) => c.charCodeAt(0));
+
+/**
+ * The digits as text: strings made from their character codes, 4,096 at a time (a call's
+ * arguments are bounded), not one string per character.
+ */
+function textOf(digits: readonly number[]): string {
+  let text = '';
+  for (let start = 0; start < digits.length; start += 4096) {
+    const end = Math.min(digits.length, start + 4096);
+    const codes = new Array<number>(end - start);
+    for (let i = start; i < end; i++) codes[i - start] = CODES[digits[i]!]!;
+    text += String.fromCharCode(...codes);
+  }
+  return text;
+}
+
 /** `length` characters of [0-9A-Za-z], uniformly drawn. */
 export function randomBase62(length: number): string {
-  let out = '';
-  for (const digit of randomDigits(length)) out += ALPHABET[digit];
-  return out;
+  return textOf(randomDigits(length));
 }
 
 export type IdPrefix =
@@ -70,7 +86,7 @@ export function newId(prefix: IdPrefix): string {
       if (lastRandom[i] !== 0) break;
     }
   }
-  return `${prefix}_${lastTimeText}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+  return `${prefix}_${lastTimeText}${textOf(lastRandom)}`;
 }
 
 /** Whether `value` looks like an id of this kind; lets a lookup skip the database for garbage. */

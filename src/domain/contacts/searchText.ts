@@ -11,8 +11,17 @@ import type { Ctx } from '../context.js';
 /** At most this many words of a query are used (each narrows the result). */
 export const MAX_QUERY_WORDS = 8;
 
+const ASCII = /^[\x00-\x7f]*$/;
+
 /** Lower case, accents removed (NFKD, combining marks dropped), anything but letters and digits a space. */
-function fold(text: string): string {
+export function fold(text: string): string {
+  // ASCII, nearly every name, e-mail and phone: NFKD leaves it as it is and it holds no mark, and
+  // its letters and digits are [a-z0-9] once lower-cased: the same text without the Unicode passes.
+  if (ASCII.test(text))
+    return text
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, ' ')
+      .trim();
   return text
     .normalize('NFKD')
     .replace(/\p{M}/gu, '')
