@@ -94,4 +94,56 @@ describe('sqlite: two server processes and the CLI on one data directory', () =>
       file.close();
     }
   }, 60_000);
+
+  it('answers a crowd of mixed requests (keyed and unkeyed creates, updates, labels, lists) on both processes without a 5xx', async () => {
+    const send = (base: string, method: string, url: string, body?: unknown, idempotencyKey?: string) =>
+      fetch(`${base}${url}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(60_000),
+      });
+    const seeded = await Promise.all(
+      [0, 1, 2, 3].map(
+        async (i) => ((await (await post(env.url, { first_name: `Seed${i}`, email: `seed${i}@example.com` })).json()) as { id: string }).id,
+      ),
+    );
+    const requests: Promise<Response>[] = [];
+    for (let i = 0; i < 120; i++) {
+      const base = i % 2 ? second.url : env.url;
+      switch (i % 6) {
+        case 0:
+          requests.push(send(base, 'POST', '/api/v1/contacts', { first_name: `M${i}`, email: `m${i}@example.com` }, `mk-${i}`));
+          break;
+        case 1:
+          requests.push(send(base, 'POST', '/api/v1/contacts', { first_name: `M${i}`, email: `m${i}@example.com` }));
+          break;
+        case 2:
+          requests.push(send(base, 'PATCH', `/api/v1/contacts/${seeded[i % 4]}`, { last_name: `L${i}` }));
+          break;
+        case 3:
+          requests.push(send(base, 'POST', '/api/v1/contacts/labels', { name: `label ${i}` }, i % 4 === 3 ? `lk-${i}` : undefined));
+          break;
+        default:
+          requests.push(send(base, 'GET', '/api/v1/contacts?limit=10'));
+      }
+    }
+    const answers = await Promise.all(
+      requests.map((request) =>
+        request.then(
+          async (r) => `${r.status} ${r.status >= 300 ? await r.text() : ''}`,
+          (error: Error) => `failed ${String((error.cause as Error | undefined)?.message ?? error.message)}`,
+        ),
+      ),
+    );
+    expect(
+      servers.map((server) => server.child.exitCode),
+      servers.map((server) => server.output()).join('\n'),
+    ).toEqual([null, null]);
+    expect(answers.filter((a) => !/^20[01] /.test(a))).toEqual([]);
+  }, 120_000);
 });
