@@ -49,4 +49,59 @@ describe('sqlite: with the write lock held by another process', () => {
     }
     expect((await post()).status).toBe(201);
   }, 60_000);
+
+  const keyedPost = (email: string, idempotencyKey: string) =>
+    fetch(`${env.url}/api/v1/contacts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+      body: JSON.stringify({ first_name: 'Busy', email }),
+      signal: AbortSignal.timeout(60_000),
+    });
+
+  it('answers a keyed write 503 too, and the same key then runs once the lock is released (not held as in progress)', async () => {
+    const other = new SQLite(path.join(env.env.DATA_DIR!, 'orgdata.sqlite'));
+    try {
+      other.exec('begin immediate');
+      const res = await keyedPost('keyed-busy@example.com', 'busy-key');
+      expect(res.status, await res.text()).toBe(503);
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      other.exec('rollback');
+    } finally {
+      if (other.inTransaction) other.exec('rollback');
+      other.close();
+    }
+    const again = await keyedPost('keyed-busy@example.com', 'busy-key');
+    expect(again.status, await again.text()).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    const replay = await keyedPost('keyed-busy@example.com', 'busy-key');
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+  }, 60_000);
+
+  it('waits for a lock released within the busy timeout rather than fail (keyed and not)', async () => {
+    const other = new SQLite(path.join(env.env.DATA_DIR!, 'orgdata.sqlite'));
+    try {
+      other.exec('begin immediate');
+      const released = new Promise<void>((resolve) =>
+        setTimeout(() => {
+          other.exec('commit');
+          resolve();
+        }, 1000),
+      );
+      const [keyed, plain] = await Promise.all([
+        keyedPost('waited-keyed@example.com', 'waited-key'),
+        fetch(`${env.url}/api/v1/contacts`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ first_name: 'Waited', email: 'waited@example.com' }),
+          signal: AbortSignal.timeout(60_000),
+        }),
+      ]);
+      await released;
+      expect([keyed.status, plain.status], `${await keyed.text()} ${await plain.text()}`).toEqual([201, 201]);
+    } finally {
+      if (other.inTransaction) other.exec('rollback');
+      other.close();
+    }
+  }, 60_000);
 });

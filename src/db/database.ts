@@ -126,12 +126,14 @@ const runners = new WeakMap<
 
 /**
  * The transaction runner of a SQLite database opened here (see SqliteTransactions), once Kysely
- * has opened its connection; undefined on PostgreSQL and before the first query.
+ * has opened its connection; undefined on PostgreSQL and before the first query. Not made once the
+ * connection is closed (making it prepares statements, which would throw where inTransaction is
+ * called rather than reject): Kysely's path then rejects, as it did before the runner.
  */
 export function sqliteTransactions(db: Kysely<Database>): SqliteTransactions | undefined {
   const entry = runners.get(db);
   if (!entry) return undefined;
-  if (!entry.runner) {
+  if (!entry.runner && entry.sqlite.open) {
     const { sqlite, prepare } = entry;
     entry.runner = sqliteTransactionsOf(db, sqlite, entry.dialect, (transaction) =>
       direct.set(transaction.trx, { sqlite, prepare, transaction }),
