@@ -127,6 +127,63 @@ const ABLATIONS: Ablation[] = [
       },
     ],
   },
+  {
+    name: 'key-lookup',
+    what: "the key's verification (cache lookup by its HMAC, expiry, revocation) done once and reused: every request's key checked",
+    replacements: [
+      {
+        file: 'src/http/authenticate.ts',
+        find: 'const key = await authenticateKey(deps.db, deps.secret, match[1], now, deps.keyCache);',
+        replace:
+          'const key = ((globalThis as { __key?: Awaited<ReturnType<typeof authenticateKey>> }).__key ??= await authenticateKey(deps.db, deps.secret, match[1], now, deps.keyCache));',
+      },
+    ],
+  },
+  {
+    name: 'limit-headers',
+    what: 'no RateLimit-Policy, RateLimit and X-RateLimit-* headers on the answer (every authenticated response carries them, seed spec)',
+    replacements: [
+      {
+        file: 'src/http/rateLimitHeaders.ts',
+        find: "  reply.header('ratelimit-policy', policy);",
+        replace: "  if (decision.refusal === null) return;\n  reply.header('ratelimit-policy', policy);",
+      },
+    ],
+  },
+  {
+    name: 'response-schema',
+    what: "the answer serialized by JSON.stringify, not by the route's response schema (fast-json-stringify: only the documented fields leave)",
+    replacements: [
+      {
+        file: 'src/http/serializers.ts',
+        find: '            serialize = compile(route as Parameters<Compiler>[0]);',
+        replace: '            serialize = ((data: unknown) => JSON.stringify(data)) as ReturnType<Compiler>;',
+      },
+    ],
+  },
+  {
+    name: 'request-edge',
+    what: "the request edge's checks not run (URL length and encoding, HEAD and GET-with-body refusals) but the Request-Id header",
+    replacements: [
+      {
+        file: 'src/http/requestEdge.ts',
+        find: "    reply.header('request-id', request.id);\n    if (request.url.length > MAX_URL_BYTES) {",
+        replace:
+          "    reply.header('request-id', request.id);\n    if ((done as unknown) !== null) return done();\n    if (request.url.length > MAX_URL_BYTES) {",
+      },
+    ],
+  },
+  {
+    name: 'stalled-bodies',
+    what: 'no body timer (a body that stalls is answered 408 and its connection closed)',
+    replacements: [
+      {
+        file: 'src/http/bodyTimeout.ts',
+        find: "    if (!hasBody || raw.complete || typeof socket?.setTimeout !== 'function') {",
+        replace: "    if (hasBody || !hasBody || raw.complete || typeof socket?.setTimeout !== 'function') {",
+      },
+    ],
+  },
 ];
 
 interface Result {
