@@ -28,7 +28,8 @@ import Database from 'better-sqlite3';
 import { ALL_SCOPES, makeHarness } from '../test/helpers/harness.js';
 import { freePort } from '../test/helpers/serverProcess.js';
 import { batchBody, createBody } from './bodies.js';
-import { countRoutes, startCountedScript, type CountedRoute, type RouteCount } from './callgrind.js';
+import { startCountedScript } from './callgrind.js';
+import { countRoutes, type CountedRoute, type RouteCount } from './countRoutes.js';
 import { PART_NAMES, PARTS, record, replay, type FloorTarget, type Part, type Recorded } from './floorWrites.js';
 
 const run = promisify(execFile);

@@ -29,7 +29,8 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, orgWithKey, serverEnv, startServerProcess } from '../test/helpers/serverProcess.js';
 import { createBody } from './bodies.js';
-import { countRoutes, startCountedScript, stop, type CountedRoute, type RouteCount } from './callgrind.js';
+import { startCountedScript, stop } from './callgrind.js';
+import { countRoutes, type CountedRoute, type RouteCount } from './countRoutes.js';
 import { seedContacts } from './seed.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
