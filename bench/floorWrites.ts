@@ -3,8 +3,8 @@
  * request makes, replayed by better-sqlite3 in a bare loop, statements prepared once.
  *
  * 1. Record: the app in this process (test harness, SQLite), seeded as bench:check seeds it (an
- *    organisation, a key with every scope, a label, 1,000 contacts with it); a warm-up of the target's
- *    requests, the database copied to a file, then `count` requests of the target (the bodies
+ *    organisation, a key with every scope, a label, 1,000 contacts with it); `warmup` requests of the
+ *    target (floor.ts sends as many as bench:check's warm-up: FTS5's merges grow with the database), the database copied to a file, then `count` requests of the target (the bodies
  *    bench/budget.ts sends) with every statement better-sqlite3 runs recorded, values and all, and
  *    which request ran it. The request log's timer is stretched as under callgrind, so its rows are
  *    written in full batches of 200, as bench:check's server writes them.
@@ -17,7 +17,7 @@
  *    the file's parsing and the first runs cancel out).
  */
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -73,7 +73,7 @@ function partOf(sql: string): Part | 'read' | 'transaction' {
 export type FloorTarget = 'create' | 'batch-upsert';
 
 /** Runs `count` requests of the target in this process, recording their statements (see header). */
-export async function record(target: FloorTarget, count: number, dir: string): Promise<Recorded> {
+export async function record(target: FloorTarget, count: number, dir: string, warmup: number): Promise<Recorded> {
   let current = -1;
   const calls: (Call & { request: number })[] = [];
   const prepare = Database.prototype.prepare;
@@ -111,7 +111,6 @@ export async function record(target: FloorTarget, count: number, dir: string): P
       const res = await h.call(key, 'POST', '/api/v1/contacts', { ...body, label_ids: [label.id] });
       if (res.statusCode !== 201) throw new Error(`seeding: ${res.statusCode}`);
     }
-    const warmup = target === 'create' ? 200 : 10;
     for (let n = 0; n < warmup; n++) await send(n);
     const file = path.join(dir, `${target}.sqlite`);
     await sqliteConnectionOf(h.db.kysely)!.sqlite.backup(file);
@@ -168,8 +167,8 @@ for (let r = 0; r < loops; r++) {
 }
 `;
 
-/** Instructions per request of the recorded writes with `parts` on (see header). */
-export async function replay(recorded: Recorded, parts: readonly Part[], loops: [number, number], dir: string): Promise<number> {
+/** Instructions of replays of the first `n` recorded requests with `parts` on, for each n of `lengths`, two at a time. */
+export async function replayRuns(recorded: Recorded, parts: readonly Part[], lengths: readonly number[], dir: string): Promise<number[]> {
   const tag = parts.at(-1) ?? 'none';
   const script = path.join(dir, 'replay.mjs');
   writeFileSync(script, LOOP(createRequire(import.meta.url).resolve('better-sqlite3')));
@@ -185,8 +184,38 @@ export async function replay(recorded: Recorded, parts: readonly Part[], loops: 
       ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--hash-seed=20261126', script, String(n)],
       { env: { ...process.env, FLOOR_CALLS: calls }, maxBuffer: 64 * 1024 * 1024 },
     );
-    return Number(/^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'))![1]);
+    const total = Number(/^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'))![1]);
+    rmSync(copy, { force: true });
+    return total;
   };
-  const [short, long] = await Promise.all(loops.map(count));
+  const totals: number[] = [];
+  for (let i = 0; i < lengths.length; i += 2) totals.push(...(await Promise.all(lengths.slice(i, i + 2).map(count))));
+  return totals;
+}
+
+/** Instructions per request of the recorded writes with `parts` on (see header): a long run less a short one. */
+export async function replay(recorded: Recorded, parts: readonly Part[], loops: [number, number], dir: string): Promise<number> {
+  const [short, long] = await replayRuns(recorded, parts, loops, dir);
   return (long! - short!) / (loops[1] - loops[0]);
+}
+
+/**
+ * The writes counted as bench:check counts a target: windows of `window` requests after the first
+ * `start` (each window a replay of start + (k+1)·window requests less one of start + k·window), the
+ * median window per request. A mean over every request (replay) counts each of FTS5's large merges;
+ * the budget's median leaves a window holding one out, so the floor set against it is taken alike.
+ */
+export async function windowedReplay(
+  recorded: Recorded,
+  parts: readonly Part[],
+  start: number,
+  window: number,
+  windows: number,
+  dir: string,
+): Promise<{ perRequest: number; windows: number[] }> {
+  const lengths = Array.from({ length: windows + 1 }, (_, k) => start + k * window);
+  const totals = await replayRuns(recorded, parts, lengths, dir);
+  const per = lengths.slice(1).map((_, k) => (totals[k + 1]! - totals[k]!) / window);
+  const sorted = [...per].sort((a, b) => a - b);
+  return { perRequest: sorted[Math.floor(sorted.length / 2)]!, windows: per };
 }
