@@ -25,12 +25,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
 import { ALL_SCOPES, makeHarness } from '../test/helpers/harness.js';
 import { freePort } from '../test/helpers/serverProcess.js';
 import { batchBody, createBody } from './bodies.js';
 import { startCountedScript } from './callgrind.js';
 import { countRoutes, type CountedRoute, type RouteCount } from './countRoutes.js';
+import { recordStatements, type StatementCall } from './recordStatements.js';
 import { PART_NAMES, PARTS, record, replay, windowedReplay, type FloorTarget, type Part, type Recorded } from './floorWrites.js';
 
 const run = promisify(execFile);
@@ -54,21 +54,10 @@ const WINDOWED: Record<FloorTarget, { start: number; window: number; windows: nu
 
 /** The page statement's SQL and values, and the database it ran on. */
 async function pageStatement(): Promise<{ sql: string; values: unknown[]; file: string }> {
-  const seen: { sql: string; values: unknown[]; db: Database.Database }[] = [];
-  const prepare = Database.prototype.prepare;
-  Database.prototype.prepare = function (this: Database.Database, sql: string) {
-    const statement = prepare.call(this, sql) as Database.Statement;
-    if (/json_object/.test(sql) && /FROM "contacts"/i.test(sql)) {
-      const all = statement.all.bind(statement);
-      Object.assign(statement, {
-        all: (...values: unknown[]) => {
-          seen.push({ sql, values: values.length === 1 && Array.isArray(values[0]) ? (values[0] as unknown[]) : values, db: this });
-          return all(...values);
-        },
-      });
-    }
-    return statement;
-  } as typeof prepare;
+  const seen: StatementCall[] = [];
+  const undo = recordStatements((call) => {
+    if (call.method === 'all' && /json_object/.test(call.sql) && /FROM "contacts"/i.test(call.sql)) seen.push(call);
+  });
   const h = await makeHarness('sqlite');
   const org = await h.newOrg();
   const key = await org.key(ALL_SCOPES);
@@ -86,7 +75,7 @@ async function pageStatement(): Promise<{ sql: string; values: unknown[]; file: 
   seen.length = 0;
   const page = await h.call(key, 'GET', '/api/v1/contacts?limit=25');
   if (page.statusCode !== 200 || seen.length !== 1) throw new Error(`list-25: ${page.statusCode}, ${seen.length} page statements`);
-  Database.prototype.prepare = prepare;
+  undo();
   // The harness's database (in memory) copied to a file for the loop's process.
   const copy = path.join(TMP, 'floor.sqlite');
   await seen[0]!.db.backup(copy);

@@ -21,10 +21,10 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
 import { ALL_SCOPES, makeHarness } from '../test/helpers/harness.js';
 import { sqliteConnectionOf } from '../src/db/database.js';
 import { createBody, batchBody } from './bodies.js';
+import { recordStatements } from './recordStatements.js';
 
 const run = promisify(execFile);
 
@@ -76,21 +76,9 @@ export type FloorTarget = 'create' | 'batch-upsert';
 export async function record(target: FloorTarget, count: number, dir: string, warmup: number): Promise<Recorded> {
   let current = -1;
   const calls: (Call & { request: number })[] = [];
-  const prepare = Database.prototype.prepare;
-  Database.prototype.prepare = function (this: Database.Database, sql: string) {
-    const statement = prepare.call(this, sql) as Database.Statement;
-    for (const method of ['run', 'get', 'all'] as const) {
-      const original = (statement[method] as (...args: unknown[]) => unknown).bind(statement);
-      Object.assign(statement, {
-        [method]: (...values: unknown[]) => {
-          if (current >= 0)
-            calls.push({ request: current, sql, values: values.length === 1 && Array.isArray(values[0]) ? values[0] : values });
-          return original(...values);
-        },
-      });
-    }
-    return statement;
-  } as typeof prepare;
+  const undo = recordStatements(({ sql, values }) => {
+    if (current >= 0) calls.push({ request: current, sql, values });
+  });
   // The request log's 1 s timer stretched (as bench/callgrind.ts's preload does): full batches of 200.
   const setIntervalAsIs = globalThis.setInterval;
   globalThis.setInterval = ((callback: () => void, ms?: number) => setIntervalAsIs(callback, (ms ?? 0) * 600)) as typeof setInterval;
@@ -132,7 +120,7 @@ export async function record(target: FloorTarget, count: number, dir: string, wa
     }
     return { file, requests, reads, answer };
   } finally {
-    Database.prototype.prepare = prepare;
+    undo();
     await h.close();
   }
 }

@@ -26,10 +26,10 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import Database from 'better-sqlite3';
 import Fastify from 'fastify';
 import type { Kysely } from 'kysely';
 import { createBody } from './bodies.js';
+import { recordStatements } from './recordStatements.js';
 
 type DatabaseModule = typeof import('../src/db/database.js');
 type TransactionModule = typeof import('../src/db/transaction.js');
@@ -67,20 +67,7 @@ interface Call {
  */
 async function recordCreate(n: number): Promise<{ calls: Call[]; answer: unknown }> {
   const calls: Call[] = [];
-  const prepare = Database.prototype.prepare;
-  Database.prototype.prepare = function (this: Database.Database, sql: string) {
-    const statement = prepare.call(this, sql) as Database.Statement;
-    for (const method of ['run', 'get', 'all'] as const) {
-      const original = (statement[method] as (...args: unknown[]) => unknown).bind(statement);
-      Object.assign(statement, {
-        [method]: (...values: unknown[]) => {
-          calls.push({ sql, values: values.length === 1 && Array.isArray(values[0]) ? (values[0] as unknown[]) : values });
-          return original(...values);
-        },
-      });
-    }
-    return statement;
-  } as typeof prepare;
+  const undo = recordStatements(({ sql, values }) => calls.push({ sql, values }));
   const recording = openDatabase({ databaseUrl: null, dataDir });
   try {
     // Once to prepare its statements (the measured connection prepares them in its warm-up too).
@@ -90,7 +77,7 @@ async function recordCreate(n: number): Promise<{ calls: Call[]; answer: unknown
     return { calls: calls.filter((call) => !/^\s*(begin|commit|rollback)\b/i.test(call.sql)), answer };
   } finally {
     await recording.close();
-    Database.prototype.prepare = prepare;
+    undo();
   }
 }
 
