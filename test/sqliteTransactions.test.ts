@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { sql } from 'kysely';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { directSqlite, migrateToLatest, openDatabase, sqliteConnectionOf, sqliteTransactions, type Db } from '../src/db/database.js';
+import { describe, expect, it } from 'vitest';
+import { directSqlite, sqliteConnectionOf, sqliteTransactions } from '../src/db/database.js';
 import { inTransaction } from '../src/db/transaction.js';
+import { scratchSqlite } from './helpers/scratchSqlite.js';
 
 /**
  * SQLite's transactions without Kysely's TransactionBuilder (src/db/sqliteTransactions.ts, issue
@@ -15,43 +13,27 @@ import { inTransaction } from '../src/db/transaction.js';
  * has ended.
  */
 describe('sqlite: transactions on the one connection', () => {
-  let dir: string;
-  let db: Db;
-  const names = async () => (await db.kysely.selectFrom('orgs').select('name').orderBy('name').execute()).map((row) => row.name);
-  const addOrg = (trx: typeof db.kysely, name: string) =>
-    trx
-      .insertInto('orgs')
-      .values({ id: `org_${name}`, name, created_at: '2026-11-27T00:00:00.000Z' } as never)
-      .execute();
+  const scratch = scratchSqlite('orgdata-trx-');
+  const { names, addOrg } = scratch;
   const deferred = () => {
     let resolve!: () => void;
     const promise = new Promise<void>((r) => (resolve = r));
     return { promise, resolve };
   };
 
-  beforeEach(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'orgdata-trx-'));
-    db = openDatabase({ databaseUrl: null, dataDir: dir });
-    await migrateToLatest(db);
-  });
-  afterEach(async () => {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
   it('runs every inTransaction on the runner, one at a time, with outside queries waiting for the commit', async () => {
     // The runner, not Kysely's TransactionBuilder (whose transactions are adopted, not its own).
-    expect(sqliteTransactions(db.kysely)).toBeDefined();
+    expect(sqliteTransactions(scratch.db.kysely)).toBeDefined();
     const order: string[] = [];
     const held = deferred();
-    const first = inTransaction(db.kysely, async (trx) => {
+    const first = inTransaction(scratch.db.kysely, async (trx) => {
       expect(directSqlite(trx)?.transaction?.open).toBe(true);
       await addOrg(trx, 'a');
       order.push('first wrote');
       await held.promise;
       order.push('first done');
     });
-    const second = inTransaction(db.kysely, async (trx) => {
+    const second = inTransaction(scratch.db.kysely, async (trx) => {
       order.push('second began');
       await addOrg(trx, 'b');
     });
@@ -62,7 +44,7 @@ describe('sqlite: transactions on the one connection', () => {
       return seen;
     });
     // Nor may a direct statement run on the connection while the transaction holds it.
-    expect(directSqlite(db.kysely)).toBeUndefined();
+    expect(directSqlite(scratch.db.kysely)).toBeUndefined();
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(order).toEqual(['first wrote']);
     held.resolve();
@@ -70,18 +52,18 @@ describe('sqlite: transactions on the one connection', () => {
     expect(await outside).toEqual(['a', 'b']);
     expect(order).toEqual(['first wrote', 'first done', 'second began', 'outside read']);
     expect(await names()).toEqual(['a', 'b']);
-    expect(sqliteConnectionOf(db.kysely)!.sqlite.inTransaction).toBe(false);
+    expect(sqliteConnectionOf(scratch.db.kysely)!.sqlite.inTransaction).toBe(false);
   });
 
   it('takes turns with Kysely’s own transactions (the migrations’ and identity code’s db.transaction())', async () => {
     const held = deferred();
     const order: string[] = [];
-    const ours = inTransaction(db.kysely, async (trx) => {
+    const ours = inTransaction(scratch.db.kysely, async (trx) => {
       await addOrg(trx, 'ours');
       await held.promise;
       order.push('ours done');
     });
-    const kyselys = db.kysely.transaction().execute(async (trx) => {
+    const kyselys = scratch.db.kysely.transaction().execute(async (trx) => {
       order.push('kysely began');
       expect(await trx.selectFrom('orgs').select('name').execute()).toEqual([{ name: 'ours' }]);
       await addOrg(trx, 'kysely');
@@ -96,20 +78,20 @@ describe('sqlite: transactions on the one connection', () => {
 
   it('rolls back when the work throws, and frees the connection for the next', async () => {
     await expect(
-      inTransaction(db.kysely, async (trx) => {
+      inTransaction(scratch.db.kysely, async (trx) => {
         await addOrg(trx, 'doomed');
         throw new Error('refused');
       }),
     ).rejects.toThrow('refused');
-    expect(sqliteConnectionOf(db.kysely)!.sqlite.inTransaction).toBe(false);
+    expect(sqliteConnectionOf(scratch.db.kysely)!.sqlite.inTransaction).toBe(false);
     expect(await names()).toEqual([]);
-    await inTransaction(db.kysely, (trx) => addOrg(trx, 'next'));
+    await inTransaction(scratch.db.kysely, (trx) => addOrg(trx, 'next'));
     expect(await names()).toEqual(['next']);
   });
 
   it('rolls back when COMMIT itself fails (a deferred foreign key), and frees the connection', async () => {
     await expect(
-      inTransaction(db.kysely, async (trx) => {
+      inTransaction(scratch.db.kysely, async (trx) => {
         await addOrg(trx, 'kept-out');
         await sql`pragma defer_foreign_keys = on`.execute(trx);
         // A contact of an organisation that does not exist: refused only at COMMIT.
@@ -119,14 +101,14 @@ describe('sqlite: transactions on the one connection', () => {
         );
       }),
     ).rejects.toThrow(/FOREIGN KEY/);
-    expect(sqliteConnectionOf(db.kysely)!.sqlite.inTransaction).toBe(false);
+    expect(sqliteConnectionOf(scratch.db.kysely)!.sqlite.inTransaction).toBe(false);
     expect(await names()).toEqual([]);
-    await inTransaction(db.kysely, (trx) => addOrg(trx, 'after'));
+    await inTransaction(scratch.db.kysely, (trx) => addOrg(trx, 'after'));
     expect(await names()).toEqual(['after']);
   });
 
   it('refuses a transaction object used after its transaction ended, through Kysely and directly', async () => {
-    const kept = await inTransaction(db.kysely, async (trx) => {
+    const kept = await inTransaction(scratch.db.kysely, async (trx) => {
       await addOrg(trx, 'one');
       return trx;
     });
@@ -134,7 +116,7 @@ describe('sqlite: transactions on the one connection', () => {
     expect(directSqlite(kept)).toBeUndefined();
     // Nor inside the next transaction, which it did not open.
     const held = deferred();
-    const next = inTransaction(db.kysely, async (trx) => {
+    const next = inTransaction(scratch.db.kysely, async (trx) => {
       expect(trx).not.toBe(kept);
       expect(directSqlite(trx)).toBeDefined();
       await addOrg(trx, 'two');

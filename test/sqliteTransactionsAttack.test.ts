@@ -1,38 +1,20 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { sql } from 'kysely';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { directSqlite, migrateToLatest, openDatabase, sqliteConnectionOf, type Db } from '../src/db/database.js';
+import { describe, expect, it } from 'vitest';
+import { directSqlite, openDatabase, sqliteConnectionOf } from '../src/db/database.js';
 import { inRetriedTransaction, inTransaction } from '../src/db/transaction.js';
+import { scratchSqlite } from './helpers/scratchSqlite.js';
 
 /**
  * Attacks on SQLite's transactions (src/db/sqliteTransactions.ts, issue 46) that Kysely's
  * TransactionBuilder withstood: each pins what held before the runner.
  */
 describe('sqlite: transactions under attack', () => {
-  let dir: string;
-  let db: Db;
-  const names = async () => (await db.kysely.selectFrom('orgs').select('name').orderBy('name').execute()).map((row) => row.name);
-  const addOrg = (trx: typeof db.kysely, name: string) =>
-    trx
-      .insertInto('orgs')
-      .values({ id: `org_${name}`, name, created_at: '2026-11-27T00:00:00.000Z' } as never)
-      .execute();
-  const inTxn = () => sqliteConnectionOf(db.kysely)!.sqlite.inTransaction;
-
-  beforeEach(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'orgdata-trx-attack-'));
-    db = openDatabase({ databaseUrl: null, dataDir: dir });
-    await migrateToLatest(db);
-  });
-  afterEach(async () => {
-    await db.close().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const scratch = scratchSqlite('orgdata-trx-attack-');
+  const { names, addOrg } = scratch;
+  const inTxn = () => sqliteConnectionOf(scratch.db.kysely)!.sqlite.inTransaction;
 
   it('keeps what came before a refused statement when the work goes on, and nothing when it then throws', async () => {
-    await inTransaction(db.kysely, async (trx) => {
+    await inTransaction(scratch.db.kysely, async (trx) => {
       await addOrg(trx, 'a');
       // SQLite undoes only the refused statement; the transaction stays open.
       await expect(addOrg(trx, 'a')).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
@@ -40,7 +22,7 @@ describe('sqlite: transactions under attack', () => {
     });
     expect(await names()).toEqual(['a', 'b']);
     await expect(
-      inTransaction(db.kysely, async (trx) => {
+      inTransaction(scratch.db.kysely, async (trx) => {
         await addOrg(trx, 'c');
         await addOrg(trx, 'a'); // refused: the work throws it
       }),
@@ -52,21 +34,21 @@ describe('sqlite: transactions under attack', () => {
   it('rolls back and frees the connection when the work throws synchronously, and commits work that never awaits', async () => {
     const sync = (() => {
       throw new Error('at once');
-    }) as unknown as (trx: typeof db.kysely) => Promise<void>;
-    await expect(inTransaction(db.kysely, sync)).rejects.toThrow('at once');
+    }) as unknown as (trx: typeof scratch.db.kysely) => Promise<void>;
+    await expect(inTransaction(scratch.db.kysely, sync)).rejects.toThrow('at once');
     expect(inTxn()).toBe(false);
     // Not awaited inside, yet issued while the transaction is open: it is the transaction's.
-    await inTransaction(db.kysely, (trx) => {
+    await inTransaction(scratch.db.kysely, (trx) => {
       void addOrg(trx, 'unawaited');
       return Promise.resolve();
     });
     expect(await names()).toEqual(['unawaited']);
-    expect(directSqlite(db.kysely)).toBeDefined();
+    expect(directSqlite(scratch.db.kysely)).toBeDefined();
   });
 
   it('joins a caller’s transaction (nested inTransaction, inRetriedTransaction): one commit, one rollback', async () => {
     await expect(
-      inTransaction(db.kysely, async (trx) => {
+      inTransaction(scratch.db.kysely, async (trx) => {
         await addOrg(trx, 'outer');
         await inTransaction(trx, (inner) => addOrg(inner, 'inner'));
         await inRetriedTransaction(trx, async (inner) => {
@@ -77,7 +59,7 @@ describe('sqlite: transactions under attack', () => {
     ).rejects.toThrow('inner refused');
     expect(inTxn()).toBe(false);
     expect(await names()).toEqual([]);
-    await inRetriedTransaction(db.kysely, async (trx) => {
+    await inRetriedTransaction(scratch.db.kysely, async (trx) => {
       await addOrg(trx, 'outer');
       await inTransaction(trx, (inner) => addOrg(inner, 'inner'));
     });
@@ -87,7 +69,7 @@ describe('sqlite: transactions under attack', () => {
   it('never runs a stale transaction’s query after its rollback (a query still pending when the work threw)', async () => {
     let late: Promise<unknown> | undefined;
     await expect(
-      inTransaction(db.kysely, async (trx) => {
+      inTransaction(scratch.db.kysely, async (trx) => {
         await addOrg(trx, 'first');
         late = (async () => {
           await new Promise((resolve) => setTimeout(resolve, 20));
@@ -104,24 +86,24 @@ describe('sqlite: transactions under attack', () => {
     // A ROLLBACK sent by the work itself: SQLite ends the transaction; COMMIT then fails
     // ("no transaction is active"), and what the work did after runs on no transaction at all.
     await expect(
-      inTransaction(db.kysely, async (trx) => {
+      inTransaction(scratch.db.kysely, async (trx) => {
         await addOrg(trx, 'before');
         await sql`rollback`.execute(trx);
       }),
     ).rejects.toThrow(/no transaction is active/);
     expect(inTxn()).toBe(false);
-    await inTransaction(db.kysely, (trx) => addOrg(trx, 'next'));
+    await inTransaction(scratch.db.kysely, (trx) => addOrg(trx, 'next'));
     expect(await names()).toEqual(['next']);
   });
 
   it('the first transaction, before Kysely has opened its connection, and the next take turns; outside reads wait', async () => {
-    await db.close();
-    db = openDatabase({ databaseUrl: null, dataDir: dir });
+    await scratch.db.close();
+    scratch.db = openDatabase({ databaseUrl: null, dataDir: scratch.dir });
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     const order: string[] = [];
     // No query yet: this one goes through Kysely's TransactionBuilder.
-    const first = inTransaction(db.kysely, async (trx) => {
+    const first = inTransaction(scratch.db.kysely, async (trx) => {
       await addOrg(trx, 'first');
       order.push('first wrote');
       await held;
@@ -129,12 +111,12 @@ describe('sqlite: transactions under attack', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(inTxn()).toBe(true);
     // Kysely's connection is open now: this one is the runner's, and waits.
-    const second = inTransaction(db.kysely, async (trx) => {
+    const second = inTransaction(scratch.db.kysely, async (trx) => {
       order.push('second began');
       await addOrg(trx, 'second');
     });
     const outside = names();
-    expect(directSqlite(db.kysely)).toBeUndefined();
+    expect(directSqlite(scratch.db.kysely)).toBeUndefined();
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(order).toEqual(['first wrote']);
     release();
@@ -147,22 +129,22 @@ describe('sqlite: transactions under attack', () => {
   it('closing the database while one transaction runs and another waits ends both with an error, and hangs nothing', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const running = inTransaction(db.kysely, async (trx) => {
+    const running = inTransaction(scratch.db.kysely, async (trx) => {
       await addOrg(trx, 'running');
       await held;
       await addOrg(trx, 'after-close');
     });
-    const waiting = inTransaction(db.kysely, (trx) => addOrg(trx, 'waiting'));
+    const waiting = inTransaction(scratch.db.kysely, (trx) => addOrg(trx, 'waiting'));
     const query = names();
     await new Promise((resolve) => setTimeout(resolve, 20));
-    await db.close();
+    await scratch.db.close();
     release();
     const outcomes = await Promise.allSettled([running, waiting, query]);
     expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
     // And later transactions fail at once rather than wait.
-    await expect(inTransaction(db.kysely, (trx) => addOrg(trx, 'later'))).rejects.toThrow();
+    await expect(inTransaction(scratch.db.kysely, (trx) => addOrg(trx, 'later'))).rejects.toThrow();
     // Nothing of the interrupted transaction reached the file.
-    const again = openDatabase({ databaseUrl: null, dataDir: dir });
+    const again = openDatabase({ databaseUrl: null, dataDir: scratch.dir });
     try {
       expect((await again.kysely.selectFrom('orgs').select('name').execute()).map((r) => r.name)).toEqual([]);
     } finally {
@@ -173,11 +155,11 @@ describe('sqlite: transactions under attack', () => {
   it('after the database is closed, inTransaction rejects rather than throw where it is called', async () => {
     // Kysely's connection open (a query ran) but no transaction yet: no runner made before the close.
     await names();
-    await db.close();
+    await scratch.db.close();
     let thrown: unknown;
     let result: Promise<unknown> | undefined;
     try {
-      result = inTransaction(db.kysely, (trx) => addOrg(trx, 'closed'));
+      result = inTransaction(scratch.db.kysely, (trx) => addOrg(trx, 'closed'));
     } catch (error) {
       thrown = error;
     }
