@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig, SECRET_SETTINGS } from '../src/config/load.js';
+import { loadConfig } from '../src/config/load.js';
+import { SECRET_SETTINGS } from '../src/config/secrets.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
