@@ -21,7 +21,7 @@
  * the JIT's code, which callgrind knows only by address, is named by its JavaScript function.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { START_FLAGS, startServerProcess, type ServerEnv, type ServerProcess } from '../test/helpers/serverProcess.js';
@@ -381,6 +381,8 @@ function counting(
     async close() {
       await stop(proc, 120);
       if (options.keepDumps) writeFileSync(path.join(dir, 'server.log'), proc.output());
+      // Kept with the dumps, so that callgrind_annotate's JIT addresses can be named afterwards.
+      if (perfFile && options.keepDumps && existsSync(perfFile)) copyFileSync(perfFile, path.join(dir, 'perf.map'));
       if (perfFile) rmSync(perfFile, { force: true });
     },
   };

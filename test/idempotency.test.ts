@@ -119,6 +119,35 @@ describe.each(DIALECTS)('idempotency on %s', (dialect) => {
     expect(replay.json().request_id).not.toBe(conflict.json().request_id);
   });
 
+  it('keeps a refusal that undid part of its write: an atomic batch stopped at its second item', async () => {
+    // On SQLite the claim and the work share one transaction, the work under a savepoint: the
+    // first item's row must be undone while the claim, and so the refusal, are kept.
+    await post({ first_name: 'P', email: 'held@example.com' });
+    const body = {
+      mode: 'create',
+      atomic: true,
+      contacts: [
+        { first_name: 'Q', email: 'undone@example.com' },
+        { first_name: 'P', email: 'held@example.com' },
+      ],
+    };
+    const refused = await post(body, 'key-atomic', key, '/api/v1/contacts/batch');
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json()).toMatchObject({ code: 'contact_exists', index: 1 });
+    expect(await count('undone@example.com')).toBe(0);
+    const replay = await post(body, 'key-atomic', key, '/api/v1/contacts/batch');
+    expect(replay.statusCode).toBe(409);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(await count('undone@example.com')).toBe(0);
+    const events = await h.db.kysely
+      .selectFrom('events')
+      .select('id')
+      .where('org_id', '=', org.orgId)
+      .where('data', 'like', '%undone@example.com%')
+      .execute();
+    expect(events).toHaveLength(0);
+  });
+
   it('answers 409 while the first request with the key is in flight', async () => {
     const body = { first_name: 'N', email: 'n@example.com' };
     const now = Date.now();
