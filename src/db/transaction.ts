@@ -1,7 +1,7 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { adoptConnection, sqliteConnectionOf, sqliteTransactions } from './database.js';
+import { adoptConnection, sqliteTransactions } from './database.js';
 import { isContention, RetryableContention } from './errors.js';
 
 /**
@@ -18,35 +18,6 @@ export function inTransaction<T>(db: Kysely<Database>, work: (trx: Kysely<Databa
     adoptConnection(trx, db);
     return work(trx);
   });
-}
-
-/**
- * Runs `work` within `trx`, a SQLite transaction, under a savepoint: when it throws, what it wrote
- * is undone and the transaction goes on, keeping what it wrote before (a keyed POST's claim on its
- * Idempotency-Key, committed with a refusal so that onSend can store the refusal). When SQLite
- * ended the whole transaction (a full disk), nothing is left to undo: the error goes up as it is
- * and `stillOpen(trx)` says false. The statements are prepared once, on the connection.
- */
-export async function inSavepoint<T>(trx: Kysely<Database>, work: () => Promise<T>): Promise<T> {
-  const connection = sqliteConnectionOf(trx);
-  if (!connection || !trx.isTransaction) throw new Error('inSavepoint needs a SQLite transaction');
-  connection.prepare('savepoint work').run();
-  try {
-    const result = await work();
-    connection.prepare('release work').run();
-    return result;
-  } catch (error) {
-    if (connection.sqlite.inTransaction) {
-      connection.prepare('rollback to work').run();
-      connection.prepare('release work').run();
-    }
-    throw error;
-  }
-}
-
-/** Whether SQLite transaction `trx` is still open on its connection (SQLite may end one itself, for a full disk). */
-export function stillOpen(trx: Kysely<Database>): boolean {
-  return sqliteConnectionOf(trx)?.sqlite.inTransaction ?? false;
 }
 
 /**

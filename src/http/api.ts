@@ -45,7 +45,7 @@ export const authenticatedApi: FastifyPluginAsync<ApiDeps> = async (app, options
       route.preHandler = [...hooksOf(route.preHandler), idempotencyCheck];
       route.onSend = [...hooksOf(route.onSend), idempotencyStore];
       // Every POST's write commits with its stored response (a keyed one; others run as they are).
-      route.handler = inClaimTransaction(deps.db, route.handler, options.idempotencyLockMs);
+      route.handler = inClaimTransaction(deps.db, route.handler);
     }
   });
   await app.register(contactRoutes, deps);

@@ -3,10 +3,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod 
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { RetryableContention } from '../db/errors.js';
-import { sqliteConnectionOf } from '../db/database.js';
-import { inSavepoint, inTransaction, retriedOnContention, stillOpen } from '../db/transaction.js';
+import { inTransaction, retriedOnContention } from '../db/transaction.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../domain/errors.js';
-import { claim, complete, release, type Claim, type ClaimResult } from '../infra/idempotency/store.js';
+import { claim, complete, release, type Claim } from '../infra/idempotency/store.js';
 import { parseJson } from '../domain/json.js';
 
 export type IdempotencyClaim = Claim;
@@ -83,26 +82,8 @@ function replayedHeaders(reply: FastifyReply): Record<string, string> {
   return headers;
 }
 
-/** A key a POST carried, to claim in the transaction of its write (SQLite: see idempotencyPreHandler). */
-export interface PendingKey {
-  orgId: string;
-  key: string;
-  fingerprint: string;
-}
-
-/**
- * preHandler of every POST: runs after authentication and validation, before the handler.
- *
- * On PostgreSQL the key is claimed here, committed on its own before the work, so that a concurrent
- * request with the same key on any instance sees it and is answered 409 at once rather than wait
- * for a connection. On SQLite the claim is made in the work's own transaction (inClaimTransaction):
- * the one connection runs one transaction at a time, so a concurrent request waits for the first's
- * transaction either way and then finds its stored answer; the separate commit cost a create about
- * 35,000 instructions (issue 46). What a crash leaves is the same: the claim commits with the work
- * and its answer, or with a refusal (kept for onSend to store), or not at all.
- */
+/** preHandler of every POST: runs after authentication and validation, before the handler. */
 export function idempotencyPreHandler(db: Kysely<Database>, lockMs: number) {
-  const claimWithWork = sqliteConnectionOf(db) !== undefined;
   return async function preHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     if (request.method !== 'POST' || !request.apiKey) return undefined;
     // Node joins repeated headers into one ("a, b"): count them in the raw headers instead.
@@ -114,42 +95,29 @@ export function idempotencyPreHandler(db: Kysely<Database>, lockMs: number) {
     if (key === null) return undefined;
     const orgId = request.apiKey.orgId;
     const print = fingerprint(request.method, request.routeOptions.url ?? '', request.params, request.body);
-    if (claimWithWork) {
-      request.idempotencyKey = { orgId, key, fingerprint: print };
-      return undefined;
-    }
     const result = await claim(db, orgId, key, print, new Date(), lockMs);
-    if (result.outcome === 'claimed') {
-      request.idempotency = { orgId, key, lockedUntil: result.lockedUntil };
-      return undefined;
+    switch (result.outcome) {
+      case 'claimed':
+        request.idempotency = { orgId, key, lockedUntil: result.lockedUntil };
+        return undefined;
+      case 'in_progress':
+        throw new ConflictError(
+          'idempotency_conflict',
+          'A request with this Idempotency-Key is still in progress; retry once it has finished.',
+        );
+      case 'mismatch':
+        throw new UnprocessableError(
+          'This Idempotency-Key was already used with a different method, path or body. Use a new key for a new request.',
+        );
+      case 'replay':
+        for (const [name, value] of Object.entries(result.response.headers)) reply.header(name, value);
+        return reply
+          .code(result.response.status)
+          .header('idempotent-replayed', 'true')
+          .send(replayBody(result.response.body, result.response.headers, request.id));
     }
-    return answerClaim(result, request, reply);
   };
 }
-
-/** The answer to a POST whose key was not claimed: the stored answer replayed, or why not. */
-function answerClaim(result: Exclude<ClaimResult, { outcome: 'claimed' }>, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  switch (result.outcome) {
-    case 'in_progress':
-      throw new ConflictError('idempotency_conflict', 'A request with this Idempotency-Key is still in progress; retry once it has finished.');
-    case 'mismatch':
-      throw new UnprocessableError(
-        'This Idempotency-Key was already used with a different method, path or body. Use a new key for a new request.',
-      );
-    case 'replay':
-      for (const [name, value] of Object.entries(result.response.headers)) reply.header(name, value);
-      return reply
-        .code(result.response.status)
-        .header('idempotent-replayed', 'true')
-        .send(replayBody(result.response.body, result.response.headers, request.id));
-  }
-}
-
-/** What a keyed POST's transaction came to. */
-type KeyedOutcome =
-  | { body: string }
-  | { refused: unknown }
-  | { answer: Exclude<ClaimResult, { outcome: 'claimed' }> };
 
 /**
  * Wraps the handler of a keyed POST so that its write and its stored response commit in one
@@ -157,56 +125,34 @@ type KeyedOutcome =
  * request) or both (a retry replays). The handler runs with `request.trx` (ctxOf hands it to the
  * domain, whose functions join it) and returns its result instead of sending it; the result is
  * serialized here with the route's schema, stored, committed, and only then sent.
- *
- * On SQLite the key is claimed first in the same transaction (idempotencyPreHandler says why), and
- * the work runs under a savepoint: a refusal (contact_exists) undoes the work's writes but keeps
- * the claim, which commits for onSend to store the refusal, as a claim committed before the work
- * would have been.
  */
-export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMethod, lockMs: number): RouteHandlerMethod {
+export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMethod): RouteHandlerMethod {
   return async function idempotentHandler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
-    const pending = request.idempotencyKey;
-    if (!request.idempotency && !pending) return handler.call(this, request, reply);
-    const work = async (trx: Kysely<Database>, held: Claim): Promise<string> => {
-      request.trx = trx;
-      reply.removeHeader('location');
-      const result: unknown = await handler.call(this, request, reply);
-      if (result === reply || reply.sent) throw new Error(`${request.routeOptions.url}: a keyed POST handler must return its result`);
-      reply.type('application/json; charset=utf-8');
-      const payload = reply.serialize(result) as string;
-      if (!(await complete(trx, held, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload }))) {
-        throw new ConflictError(
-          'idempotency_conflict',
-          'This request took so long that its Idempotency-Key was taken over by a retry; nothing was written by it.',
-        );
-      }
-      return payload;
-    };
+    const claimed = request.idempotency;
+    if (!claimed) return handler.call(this, request, reply);
     try {
       // Run again whole when the domain says its work met contention and may be (RetryableContention:
       // it only writes to the database): a rolled-back attempt left nothing, its headers included.
       const attempt = () =>
-        inTransaction(db, async (trx): Promise<KeyedOutcome> => {
-          if (!pending) return { body: await work(trx, request.idempotency!) };
-          request.idempotency = undefined;
-          const result = await claim(trx, pending.orgId, pending.key, pending.fingerprint, new Date(), lockMs);
-          if (result.outcome !== 'claimed') return { answer: result };
-          const held = { orgId: pending.orgId, key: pending.key, lockedUntil: result.lockedUntil };
-          try {
-            return { body: await inSavepoint(trx, () => work(trx, held)) };
-          } catch (error) {
-            if (!stillOpen(trx)) throw error;
-            // The work undone, the claim commits; onSend stores this refusal or frees the key.
-            request.idempotency = held;
-            return { refused: error };
+        inTransaction(db, async (trx) => {
+          request.trx = trx;
+          reply.removeHeader('location');
+          const result: unknown = await handler.call(this, request, reply);
+          if (result === reply || reply.sent) throw new Error(`${request.routeOptions.url}: a keyed POST handler must return its result`);
+          reply.type('application/json; charset=utf-8');
+          const payload = reply.serialize(result) as string;
+          if (!(await complete(trx, claimed, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload }))) {
+            throw new ConflictError(
+              'idempotency_conflict',
+              'This request took so long that its Idempotency-Key was taken over by a retry; nothing was written by it.',
+            );
           }
+          return payload;
         });
-      const outcome = await retriedOnContention(attempt, (error) => error instanceof RetryableContention);
-      if ('refused' in outcome) throw outcome.refused;
-      if ('answer' in outcome) return answerClaim(outcome.answer, request, reply);
+      const body = await retriedOnContention(attempt, (error) => error instanceof RetryableContention);
       // Stored with the write: nothing left for onSend to do.
       request.idempotency = undefined;
-      return outcome.body;
+      return body;
     } catch (error) {
       reply.removeHeader('location');
       throw error;

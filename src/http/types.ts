@@ -2,7 +2,7 @@ import type { AuthenticatedKey } from '../domain/apiKeys/authenticatedKey.js';
 import type { Scope } from '../domain/scopes.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
-import type { IdempotencyClaim, PendingKey } from './idempotency.js';
+import type { IdempotencyClaim } from './idempotency.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -10,8 +10,6 @@ declare module 'fastify' {
     apiKey?: AuthenticatedKey;
     /** Set when a POST carried an Idempotency-Key and this request is the one doing the work. */
     idempotency?: IdempotencyClaim;
-    /** On SQLite, the Idempotency-Key a POST carried, claimed in its write's transaction (see idempotency.ts). */
-    idempotencyKey?: PendingKey;
     /** The transaction a keyed POST's write runs in, with its stored response (see idempotency.ts). */
     trx?: Kysely<Database>;
     /** The `code` of the problem this request was answered with, for the request log. */

@@ -6,13 +6,15 @@ import { idempotencyOnSend, idempotencyPreHandler, inClaimTransaction } from '..
 import { scratchSqlite } from './helpers/scratchSqlite.js';
 
 /**
- * On SQLite a keyed POST claims its key in the transaction of its work, the work under a savepoint
- * (src/http/idempotency.ts). A refusal that comes after the work wrote something must undo those
- * rows and still keep the claim, so that the refusal is stored and replayed. The API's own routes
- * check before they write, so this is a route of its own, wrapped as api.ts wraps every POST.
+ * A keyed POST refused after its work wrote something must leave none of those rows and still keep
+ * its claim, so that the refusal is stored and replayed (src/http/idempotency.ts: the claim is
+ * committed before the work, the work rolls back). The API's own routes check before they write,
+ * so this is a route of its own, wrapped as api.ts wraps every POST. It guards any change that
+ * moves the claim into the work's transaction (tried on SQLite, 3bff3db: it then needs a savepoint,
+ * and this test fails without one).
  */
 describe('a keyed POST refused after it wrote, on SQLite', () => {
-  const scratch = scratchSqlite('orgdata-idem-savepoint-');
+  const scratch = scratchSqlite('orgdata-idem-refusal-');
 
   const appOver = async () => {
     const db = scratch.db.kysely;
@@ -31,15 +33,11 @@ describe('a keyed POST refused after it wrote, on SQLite', () => {
     app.post('/things', {
       preHandler: idempotencyPreHandler(db, 60_000),
       onSend: idempotencyOnSend(db),
-      handler: inClaimTransaction(
-        db,
-        async (request) => {
-          runs++;
-          await scratch.addOrg(request.trx!, `written_${runs}`);
-          throw new ConflictError('contact_exists', 'refused after a write');
-        },
-        60_000,
-      ),
+      handler: inClaimTransaction(db, async (request) => {
+        runs++;
+        await scratch.addOrg(request.trx!, `written_${runs}`);
+        throw new ConflictError('contact_exists', 'refused after a write');
+      }),
     });
     await app.ready();
     return { app, runs: () => runs };
