@@ -1,8 +1,9 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { Db } from '../db/database.js';
 import { outboxBacklog, type OutboxBacklog } from '../domain/webhooks/backlog.js';
 import type { BlobStore } from '../domain/files/blobStore.js';
 import { withDeadline } from './deadline.js';
+import { RequestSeries } from './requestSeries.js';
 import type { DependencyHealth } from './health.js';
 
 /**
@@ -35,9 +36,7 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 
 export class ServiceMetrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'route' | 'method' | 'status'>;
-  private readonly series = new Map<string, { count: Counter.Internal; time: Histogram.Internal<'route' | 'method'> }>();
-  private readonly latency: Histogram<'route' | 'method'>;
+  private readonly requests: RequestSeries;
   private readonly refusals: Counter<'kind'>;
   private readonly replays: Counter;
   private readonly attempts: Counter<'outcome'>;
@@ -53,19 +52,18 @@ export class ServiceMetrics {
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
-    this.requests = new Counter({
-      name: 'orgdata_http_requests_total',
-      help: `HTTP requests answered, by route template ("${UNMATCHED}" when no route matched), method and status.`,
-      labelNames: ['route', 'method', 'status'],
-      registers,
-    });
-    this.latency = new Histogram({
-      name: 'orgdata_http_request_duration_seconds',
-      help: 'Time from a request arriving to its answer being sent, by route template and method.',
-      labelNames: ['route', 'method'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
+    this.requests = new RequestSeries(
+      this.registry,
+      {
+        name: 'orgdata_http_requests_total',
+        help: `HTTP requests answered, by route template ("${UNMATCHED}" when no route matched), method and status.`,
+      },
+      {
+        name: 'orgdata_http_request_duration_seconds',
+        help: 'Time from a request arriving to its answer being sent, by route template and method.',
+        buckets: LATENCY_BUCKETS,
+      },
+    );
     this.refusals = new Counter({
       name: 'orgdata_rate_limited_total',
       help: 'API requests refused with 429, by kind: burst (rate_limited: the key emptied its token bucket) or quota (quota_exceeded: the organisation used its daily quota).',
@@ -137,17 +135,7 @@ export class ServiceMetrics {
 
   /** One answered request (from the onResponse hook). */
   request(route: string, method: string, status: number, seconds: number): void {
-    // prom-client hashes a labels object on every call (keys sorted, a string built); the
-    // children of each route, method and status are kept instead (a few hundred at most: route
-    // templates, not paths), so a request costs two map lookups and two additions.
-    const key = `${method} ${status} ${route}`;
-    let series = this.series.get(key);
-    if (!series) {
-      series = { count: this.requests.labels({ route, method, status: String(status) }), time: this.latency.labels({ route, method }) };
-      this.series.set(key, series);
-    }
-    series.count.inc();
-    series.time.observe(seconds);
+    this.requests.observe(route, method, status, seconds);
   }
 
   rateLimited(kind: 'burst' | 'quota'): void {
