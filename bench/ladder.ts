@@ -19,6 +19,9 @@
  * 6. (printed beside, not run) the budget's create: idempotency, the request log and metrics on —
  *    what each costs is bench/ablate.ts's to say.
  *
+ * Beside the ladder, against bare: `hooks`, bare under empty hooks of the kinds and number create
+ * passes through, what Fastify's lifecycle costs for that shape whatever the hooks do.
+ *
  * The ladder server and the app run side by side (BENCH_JOBS is not read: two processes).
  * About 9 minutes on the 2-core machine. BENCH_FUNCTIONS=1: the rungs' functions are named (V8's
  * perf map) and each rung prints the functions that grew most over the rung below (self cost a
@@ -50,6 +53,15 @@ const RUNGS: { name: string; path: string; what: string }[] = [
     name: 'domain',
     path: '/ladder/domain',
     what: '+ the domain: createContact builds and binds them (checks, ids, event, view, outbox read)',
+  },
+];
+
+/** Counted beside the ladder, each against bare rather than the rung below. */
+const BESIDE: { name: string; path: string; what: string }[] = [
+  {
+    name: 'hooks',
+    path: '/ladder/hooks',
+    what: "bare under empty hooks shaped as orgdata's POST /contacts: Fastify's lifecycle (bench/ladderServer.ts)",
   },
 ];
 
@@ -88,7 +100,7 @@ async function ladder(seeded: { dataDir: string; orgId: string; keyId: string })
     { names: FUNCTIONS },
   );
   const headers = { 'content-type': 'application/json', authorization: 'Bearer bench' };
-  const routes: CountedRoute[] = RUNGS.map((rung) => ({
+  const routes: CountedRoute[] = [...RUNGS, ...BESIDE].map((rung) => ({
     name: rung.name,
     method: 'POST',
     path: rung.path,
@@ -164,6 +176,13 @@ try {
       `    ${rung.name.padEnd(12)} ${fmt(perRequest).padStart(9)} ${fmt(perRequest - below).padStart(9)}   ${windows.map(fmt).join(', ')}  ${rung.what}`,
     );
     below = perRequest;
+  }
+  const bare = rungs.get('bare')!.perRequest;
+  for (const side of BESIDE) {
+    const { perRequest, windows } = rungs.get(side.name)!;
+    console.log(
+      `    ${side.name.padEnd(12)} ${fmt(perRequest).padStart(9)} ${fmt(perRequest - bare).padStart(9)}   ${windows.map(fmt).join(', ')}  (beside: over bare) ${side.what}`,
+    );
   }
   if (appFigure !== null) {
     console.log(

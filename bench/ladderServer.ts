@@ -136,6 +136,32 @@ app.post('/ladder/transaction', async (_request, reply) => {
   });
   return reply.code(201).send(answer);
 });
+/**
+ * Beside the ladder, `POST /ladder/hooks`: the bare rung under empty hooks of the kinds and number
+ * orgdata's POST /contacts passes through (src/http: two onRequest callbacks, the request edge's
+ * and the body timer's; authentication's async onRequest; idempotency's async preHandler; the
+ * keyed-POST wrapper, an async function around the handler; two onSend callbacks, idempotency's
+ * and the shutdown's; two onResponse callbacks, the request log's and metrics'). Over bare, it is
+ * what Fastify's lifecycle costs for that shape, whatever the hooks do.
+ */
+await app.register(async (hooked) => {
+  const pass = (_request: unknown, _reply: unknown, done: () => void) => done();
+  const passPayload = (_request: unknown, _reply: unknown, payload: unknown, done: (error: null, payload: unknown) => void) =>
+    done(null, payload);
+  hooked.addHook('onRequest', pass);
+  hooked.addHook('onRequest', pass);
+  hooked.addHook('onRequest', async () => undefined);
+  hooked.addHook('preHandler', async () => undefined);
+  hooked.addHook('onSend', passPayload);
+  hooked.addHook('onSend', passPayload);
+  hooked.addHook('onResponse', pass);
+  hooked.addHook('onResponse', pass);
+  const handler = async (_request: unknown, reply: { code(status: number): unknown }) => {
+    reply.code(201);
+    return answer;
+  };
+  hooked.post('/ladder/hooks', async (request, reply) => handler(request, reply));
+});
 app.post('/ladder/domain', async (request, reply) =>
   reply.code(201).send(await createContact(ctxOf(db.kysely, request.id), request.body as never, 'api')),
 );
