@@ -50,6 +50,22 @@ const ABLATIONS: Ablation[] = [
     env: { BENCH_IDEMPOTENCY: '0' },
   },
   {
+    name: 'request-id-header',
+    what: 'no Request-Id header (API.md: on every response); the id itself still made',
+    replacements: [{ file: 'src/http/requestEdge.ts', find: "    reply.header('request-id', request.id);", replace: '' }],
+  },
+  {
+    name: 'location',
+    what: "no Location header on a created contact's 201",
+    replacements: [
+      {
+        file: 'src/http/routes/contacts.ts',
+        find: "      reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`);",
+        replace: '      reply.code(201);',
+      },
+    ],
+  },
+  {
     name: 'request-log',
     what: "REQUEST_LOG_DAYS=0: no request log row, no hand-off in onResponse (the dashboard's request log, usage)",
     env: { BENCH_ENV: JSON.stringify({ REQUEST_LOG_DAYS: '0' }) },
