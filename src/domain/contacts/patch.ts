@@ -54,6 +54,21 @@ export function contactChange(before: ContactView, patch: ContactPatch, at: stri
   return { columns, ...(metadataChanged ? { metadata: merged } : {}), ...(labelsChanged ? { labelIds } : {}) };
 }
 
+/** The fields of a contact's view that are columns of its row as they are. */
+const TEXT_FIELDS = ['first_name', 'last_name', 'email', 'phone', 'address', 'notes', 'external_id'] as const;
+
+/** The contact as its row is once `change` is written (labels unchanged): the row's text, metadata as merged, updated_at. */
+function written(before: ContactView, change: ContactChange): ContactView {
+  const view = { ...before };
+  for (const field of TEXT_FIELDS) {
+    const value = change.columns[field];
+    if (value !== undefined) (view as Record<string, unknown>)[field] = value;
+  }
+  if (change.metadata) view.metadata = change.metadata;
+  view.updated_at = change.columns.updated_at!;
+  return view;
+}
+
 /** The rows of `table` (the shape: table:count) of these contacts. Values: the contact ids. */
 const deleteOfContacts = new PreparedQuery<never, string>((db, slot, shape) => {
   const [table, count] = shape.split(':') as ['contact_labels' | 'contact_metadata', string];
@@ -93,14 +108,20 @@ const updateManyColumns = new PreparedQuery<never, string>((db, slot, shape) =>
 );
 
 /** Writes each contact's changed columns: on SQLite one statement a shape (updateManyColumns), on PostgreSQL one a contact. */
-async function updateRows(trx: Kysely<Database>, orgId: string, updates: { id: string; columns: Record<string, string | null> }[]) {
+async function updateRows(trx: Kysely<Database>, orgId: string, updates: { id: string; change: ContactChange }[]) {
   if (!(trx.getExecutor().adapter instanceof SqliteAdapter)) {
-    for (const { id, columns } of updates)
+    for (const {
+      id,
+      change: { columns },
+    } of updates)
       await updateColumns.run(trx, [orgId, id, ...Object.values(columns)], Object.keys(columns).join(','));
     return;
   }
   const byShape = new Map<string, unknown[][]>();
-  for (const { id, columns } of updates) {
+  for (const {
+    id,
+    change: { columns },
+  } of updates) {
     const shape = Object.keys(columns).join(',');
     const rows = byShape.get(shape);
     const row = [id, ...Object.values(columns)];
@@ -172,12 +193,12 @@ export async function patchContacts(
   const pairs: Insertable<Database['contact_metadata']>[] = [];
   const relinked: string[] = [];
   const repaired: string[] = [];
-  const updates: { id: string; columns: Record<string, string | null> }[] = [];
+  const updates: { id: string; change: ContactChange }[] = [];
   for (const [i, change] of changes.entries()) {
     if (change instanceof Error || Object.keys(change.columns).length === 0) continue;
     const contact = before.get(patches[i]!.id)!;
     changedIds.push(contact.id);
-    updates.push({ id: contact.id, columns: change.columns });
+    updates.push({ id: contact.id, change });
     if (change.labelIds) {
       relinked.push(contact.id);
       for (const label_id of change.labelIds)
@@ -194,8 +215,12 @@ export async function patchContacts(
   await insertRows(trx, 'contact_labels', LINK_COLUMNS, links);
   if (repaired.length > 0) await deleteOfContacts.run(trx, repaired, 'contact_metadata:' + repaired.length);
   await insertRows(trx, 'contact_metadata', PAIR_COLUMNS, pairs);
-  // As the database now holds them (labels in its order), for the answer and the events.
-  const after = await contactsByIdIn(trx, ctx.orgId, changedIds);
+  // As the database now holds them, for the answer and the events: the columns just written over
+  // the row read under lock, which nothing else writes meanwhile (a second read of every contact
+  // and its labels before, issue 46); a contact whose labels changed is read again, for its
+  // labels' names and their order in the database.
+  const after = await contactsByIdIn(trx, ctx.orgId, relinked);
+  for (const { id, change } of updates) if (!after.has(id)) after.set(id, written(before.get(id)!, change));
   const events = changedIds.map((id) => ({
     object: after.get(id)!,
     previousAttributes: previousAttributes(before.get(id)!, after.get(id)!),
