@@ -159,6 +159,12 @@ const ABLATIONS: Ablation[] = [
         find: '            serialize = compile(route as Parameters<Compiler>[0]);',
         replace: '            serialize = ((data: unknown) => JSON.stringify(data)) as ReturnType<Compiler>;',
       },
+      {
+        // A route's own serializerCompiler (the batch's) takes its serializers from here.
+        file: 'src/http/serializers.ts',
+        find: '    serializers.set(key, (serialize = ownCompiler(route)));',
+        replace: '    serializers.set(key, (serialize = ((data: unknown) => JSON.stringify(data)) as Serializer));',
+      },
     ],
   },
   {
