@@ -6,7 +6,6 @@ import { VerifiedKeyCache } from './domain/apiKeys/keyCache.js';
 import type { BlobStore } from './domain/files/blobStore.js';
 import type { FileDeps } from './domain/files/files.js';
 import { SignedLinks } from './domain/files/links.js';
-import { isEmail } from './domain/validation.js';
 import { openBlobStore, openMailer } from './infra/choose.js';
 import type { Mailer } from './domain/identity/mailer.js';
 import type { DependencyHealth } from './infra/health.js';
@@ -35,7 +34,7 @@ import { NoQuery } from './http/schemas/common.js';
 import { closeConnectionsWhenShuttingDown, ShutdownState } from './http/shutdown.js';
 import './http/types.js';
 import { useStrictValidation } from './http/validation.js';
-import { cachedSerializers } from './http/serializers.js';
+import { cachedSerializers, SERIALIZER_OPTIONS } from './http/serializers.js';
 import { errorForLog, requestForLog } from './web/logRedaction.js';
 import { setPageHeaders } from './web/pageHeaders.js';
 
@@ -94,8 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           },
     ...(deps.https ? { https: deps.https } : {}),
     genReqId: newRequestId,
-    // The response serializer's own Ajv must know the formats the schemas use.
-    serializerOpts: { ajv: { formats: { 'idn-email': isEmail } } },
+    serializerOpts: SERIALIZER_OPTIONS,
     schemaController: cachedSerializers(),
     requestIdHeader: false,
     bodyLimit: config.maxJsonBytes,

@@ -1,5 +1,6 @@
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { FastifyServerOptions } from 'fastify';
+import { isEmail } from '../domain/validation.js';
 
 type Compiler = ReturnType<ReturnType<typeof SerializerSelector>>;
 type Serializer = ReturnType<Compiler>;
@@ -14,6 +15,25 @@ type Serializer = ReturnType<Compiler>;
  * the key; a serializer is a pure function of its input.
  */
 const serializers = new Map<string, Serializer>();
+
+/** The app's serializerOpts: the response serializer's own Ajv must know the formats the schemas use. */
+export const SERIALIZER_OPTIONS = { ajv: { formats: { 'idn-email': isEmail } } };
+
+let ownCompiler: Compiler | undefined;
+
+/**
+ * A serializer from the same cache, compiled with SERIALIZER_OPTIONS: for a route that passes its
+ * own serializerCompiler (Fastify then does not use the app's), as the batch's does.
+ */
+export function serializerOf(route: Parameters<Compiler>[0]): Serializer {
+  const key = JSON.stringify(route.schema);
+  let serialize = serializers.get(key);
+  if (!serialize) {
+    ownCompiler ??= SerializerSelector()({}, SERIALIZER_OPTIONS);
+    serializers.set(key, (serialize = ownCompiler(route)));
+  }
+  return serialize;
+}
 
 export function cachedSerializers(): NonNullable<FastifyServerOptions['schemaController']> {
   return {

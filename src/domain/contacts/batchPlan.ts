@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { PreparedQuery } from '../../db/preparedQuery.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
 import { ValidationError, type ServiceError } from '../errors.js';
@@ -21,6 +22,28 @@ export interface BatchPlan {
   failed: Map<number, ServiceError>;
 }
 
+/**
+ * Values: 0 org, then the `count` values of `column` (the shape: `column:count`). Compiled once a
+ * shape (a batch's hundred emails and external ids were built and compiled by Kysely anew, twice a
+ * batch, issue 46). Unnamed on PostgreSQL, as Kysely sent it: a name a count would add up to a
+ * hundred statements a column to each connection.
+ */
+const holdersOf = new PreparedQuery<{ id: string; value: string }, string>(
+  (db, slot, shape) => {
+    const [column, count] = shape.split(':') as ['email_lower' | 'external_id', string];
+    return db
+      .selectFrom('contacts')
+      .select(['id', sql<string>`${sql.ref(column)}`.as('value')])
+      .where('org_id', '=', slot<string>(0))
+      .where(
+        column,
+        'in',
+        Array.from({ length: Number(count) }, (_, i) => slot<string>(i + 1)),
+      );
+  },
+  () => false,
+);
+
 /** The contacts of the organisation whose `column` is one of `values`: value → id, 500 values a query. */
 async function idsBy(
   trx: Kysely<Database>,
@@ -30,13 +53,9 @@ async function idsBy(
 ): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   for (let i = 0; i < values.length; i += 500) {
-    const rows = await trx
-      .selectFrom('contacts')
-      .select(['id', `${column} as value`])
-      .where('org_id', '=', orgId)
-      .where(column, 'in', values.slice(i, i + 500))
-      .execute();
-    for (const row of rows) found.set(row.value!, row.id);
+    const part = values.slice(i, i + 500);
+    const rows = await holdersOf.execute(trx, [orgId, ...part], `${column}:${part.length}`);
+    for (const row of rows) found.set(row.value, row.id);
   }
   return found;
 }

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { directSqlite } from '../../db/database.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import type { Database } from '../../db/schema.js';
 import type { Ctx } from '../context.js';
@@ -48,16 +49,26 @@ export class BatchAnswers {
   }
 }
 
+/**
+ * A savepoint statement of the batch: on SQLite straight on the transaction's connection, a
+ * statement prepared once (through Kysely each was compiled and executed anew, four a batch).
+ */
+async function savepoint(trx: Kysely<Database>, statement: 'savepoint' | 'release savepoint' | 'rollback to savepoint'): Promise<void> {
+  const direct = directSqlite(trx);
+  if (direct) direct.prepare(`${statement} batch_write`).run();
+  else await sql`${sql.raw(statement)} batch_write`.execute(trx);
+}
+
 /** Runs `write` in a savepoint: if it throws, what it did is undone and the transaction is usable again. */
 async function undoneOnError<T>(trx: Kysely<Database>, write: () => Promise<T>): Promise<{ value: T } | { error: unknown }> {
-  await sql`savepoint batch_write`.execute(trx);
+  await savepoint(trx, 'savepoint');
   try {
     const value = await write();
-    await sql`release savepoint batch_write`.execute(trx);
+    await savepoint(trx, 'release savepoint');
     return { value };
   } catch (error) {
-    await sql`rollback to savepoint batch_write`.execute(trx);
-    await sql`release savepoint batch_write`.execute(trx);
+    await savepoint(trx, 'rollback to savepoint');
+    await savepoint(trx, 'release savepoint');
     return { error };
   }
 }

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Insertable, type Kysely, type SqlBool } from 'kysely';
+import { PostgresAdapter, SqliteAdapter, sql, type Insertable, type Kysely, type SqlBool } from 'kysely';
 import { PreparedQuery } from '../../db/preparedQuery.js';
 import { insertRows } from '../../db/insertRows.js';
 import type { Database } from '../../db/schema.js';
@@ -54,6 +54,21 @@ export function contactChange(before: ContactView, patch: ContactPatch, at: stri
   return { columns, ...(metadataChanged ? { metadata: merged } : {}), ...(labelsChanged ? { labelIds } : {}) };
 }
 
+/** The fields of a contact's view that are columns of its row as they are. */
+const TEXT_FIELDS = ['first_name', 'last_name', 'email', 'phone', 'address', 'notes', 'external_id'] as const;
+
+/** The contact as its row is once `change` is written (labels unchanged): the row's text, metadata as merged, updated_at. */
+function written(before: ContactView, change: ContactChange): ContactView {
+  const view = { ...before };
+  for (const field of TEXT_FIELDS) {
+    const value = change.columns[field];
+    if (value !== undefined) (view as Record<string, unknown>)[field] = value;
+  }
+  if (change.metadata) view.metadata = change.metadata;
+  view.updated_at = change.columns.updated_at!;
+  return view;
+}
+
 /** The rows of `table` (the shape: table:count) of these contacts. Values: the contact ids. */
 const deleteOfContacts = new PreparedQuery<never, string>((db, slot, shape) => {
   const [table, count] = shape.split(':') as ['contact_labels' | 'contact_metadata', string];
@@ -72,6 +87,49 @@ const updateColumns = new PreparedQuery<never, string>((db, slot, shape) =>
     .where('org_id', '=', slot<string>(0))
     .where('id', '=', slot<string>(1)),
 );
+
+/**
+ * SQLite: the contacts of one shape (the columns set, comma-separated) updated in one statement.
+ * Values: 0 org, 1 a JSON array of `[id, ...the columns' values]`, one a contact. One statement
+ * rather than one a contact because of the search index: a statement that may abort halfway (the
+ * contacts_fts triggers, the unique indexes) opens a statement savepoint, and FTS5 writes its
+ * pending terms to disk as a new segment at each savepoint, which later merges read again: fifty
+ * UPDATEs wrote fifty one-contact segments, where one statement writes one (issue 46). The values
+ * are text or null, valid Unicode (checked), so JSON carries them exactly; json_each takes any
+ * count under one compiled statement.
+ */
+const updateManyColumns = new PreparedQuery<never, string>((db, slot, shape) =>
+  db
+    .updateTable('contacts')
+    .from(sql`json_each(${slot<string>(1)})`.as('v'))
+    .set(Object.fromEntries(shape.split(',').map((column, i) => [column, sql`json_extract(v.value, ${sql.lit(`$[${i + 1}]`)})`])))
+    .where(sql<string>`+contacts.org_id`, '=', slot<string>(0))
+    .where('contacts.id', '=', sql<string>`json_extract(v.value, '$[0]')`),
+);
+
+/** Writes each contact's changed columns: on SQLite one statement a shape (updateManyColumns), on PostgreSQL one a contact. */
+async function updateRows(trx: Kysely<Database>, orgId: string, updates: { id: string; change: ContactChange }[]) {
+  if (!(trx.getExecutor().adapter instanceof SqliteAdapter)) {
+    for (const {
+      id,
+      change: { columns },
+    } of updates)
+      await updateColumns.run(trx, [orgId, id, ...Object.values(columns)], Object.keys(columns).join(','));
+    return;
+  }
+  const byShape = new Map<string, unknown[][]>();
+  for (const {
+    id,
+    change: { columns },
+  } of updates) {
+    const shape = Object.keys(columns).join(',');
+    const rows = byShape.get(shape);
+    const row = [id, ...Object.values(columns)];
+    if (rows) rows.push(row);
+    else byShape.set(shape, [row]);
+  }
+  for (const [shape, rows] of byShape) await updateManyColumns.run(trx, [orgId, JSON.stringify(rows)], shape);
+}
 
 /**
  * Values: 0 org, then `shape` contact ids. On SQLite the organisation is a `+` term, kept out of
@@ -135,12 +193,12 @@ export async function patchContacts(
   const pairs: Insertable<Database['contact_metadata']>[] = [];
   const relinked: string[] = [];
   const repaired: string[] = [];
+  const updates: { id: string; change: ContactChange }[] = [];
   for (const [i, change] of changes.entries()) {
     if (change instanceof Error || Object.keys(change.columns).length === 0) continue;
     const contact = before.get(patches[i]!.id)!;
     changedIds.push(contact.id);
-    const names = Object.keys(change.columns);
-    await updateColumns.run(trx, [ctx.orgId, contact.id, ...Object.values(change.columns)], names.join(','));
+    updates.push({ id: contact.id, change });
     if (change.labelIds) {
       relinked.push(contact.id);
       for (const label_id of change.labelIds)
@@ -152,12 +210,17 @@ export async function patchContacts(
         pairs.push({ org_id: ctx.orgId, contact_id: contact.id, key, value, contact_created_at: contact.created_at });
     }
   }
+  await updateRows(trx, ctx.orgId, updates);
   if (relinked.length > 0) await deleteOfContacts.run(trx, relinked, 'contact_labels:' + relinked.length);
   await insertRows(trx, 'contact_labels', LINK_COLUMNS, links);
   if (repaired.length > 0) await deleteOfContacts.run(trx, repaired, 'contact_metadata:' + repaired.length);
   await insertRows(trx, 'contact_metadata', PAIR_COLUMNS, pairs);
-  // As the database now holds them (labels in its order), for the answer and the events.
-  const after = await contactsByIdIn(trx, ctx.orgId, changedIds);
+  // As the database now holds them, for the answer and the events: the columns just written over
+  // the row read under lock, which nothing else writes meanwhile (a second read of every contact
+  // and its labels before, issue 46); a contact whose labels changed is read again, for its
+  // labels' names and their order in the database.
+  const after = await contactsByIdIn(trx, ctx.orgId, relinked);
+  for (const { id, change } of updates) if (!after.has(id)) after.set(id, written(before.get(id)!, change));
   const events = changedIds.map((id) => ({
     object: after.get(id)!,
     previousAttributes: previousAttributes(before.get(id)!, after.get(id)!),
