@@ -90,4 +90,24 @@ describe.each(DIALECTS)('a batch updating contacts of the same and of different 
     expect(previous.get(made[2]!.id)).toEqual({ phone: null, notes: null });
     expect(previous.has(made[4]!.id)).toBe(false);
   });
+  it('carries awkward text through the one statement exactly as sent (quotes, backslashes, JSON-like, emoji, lines)', async () => {
+    // On SQLite the values travel as one JSON array read back by json_extract: whatever a client
+    // may send must come back as it was sent, as it does through a PATCH.
+    const awkward = ['say "hi" \\ back\\slash', '[1,2]', '{"a":1}', '007', 'Zoë 🎉 née', 'line one\nline two\ttab', 'null', ''];
+    const made: Contact[] = [];
+    for (let i = 0; i < awkward.length; i++) {
+      const body = { first_name: `Odd${i}`, email: `odd${i}@example.com`, external_id: `odd-${i}` };
+      made.push((await h.call(key, 'POST', '/api/v1/contacts', body)).json());
+    }
+    const res = await h.call(key, 'POST', '/api/v1/contacts/batch', {
+      mode: 'upsert',
+      match_on: 'external_id',
+      contacts: awkward.map((notes, i) => ({ external_id: `odd-${i}`, email: `odd${i}@example.com`, first_name: `Odd${i}`, notes })),
+    });
+    expect(res.statusCode).toBe(200);
+    for (const [i, notes] of awkward.entries()) {
+      const got = (await h.call(key, 'GET', `/api/v1/contacts/${made[i]!.id}`)).json();
+      expect(got.notes, `item ${i}`).toBe(notes);
+    }
+  });
 });
