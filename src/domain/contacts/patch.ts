@@ -36,7 +36,10 @@ export function contactChange(before: ContactView, patch: ContactPatch, at: stri
   const tooMany = metadataCountError('metadata', merged);
   if (tooMany) return new ValidationError([tooMany]);
   const changed: Record<string, string | null> = {};
-  for (const [column, value] of Object.entries(wanted)) {
+  // In one order whatever the order of the client's keys: the columns an update sets are its
+  // statement's shape (one UPDATE a shape in a batch, compiled statements kept a shape), so the
+  // same fields sent in another order must make the same shape.
+  for (const [column, value] of Object.entries(wanted).sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (value !== undefined && before[column as keyof ContactView] !== value) changed[column] = value;
   }
   const metadataChanged = givenMetadata !== undefined && JSON.stringify(merged) !== JSON.stringify(before.metadata);
