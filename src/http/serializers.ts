@@ -26,12 +26,14 @@ let ownCompiler: Compiler | undefined;
  * own serializerCompiler (Fastify then does not use the app's), as the batch's does.
  */
 export function serializerOf(route: Parameters<Compiler>[0]): Serializer {
+  return cached(route, (ownCompiler ??= SerializerSelector()({}, SERIALIZER_OPTIONS)));
+}
+
+/** The cached serializer of `route`'s schema, compiled with `compile` the first time that schema is seen. */
+function cached(route: Parameters<Compiler>[0], compile: Compiler): Serializer {
   const key = JSON.stringify(route.schema);
   let serialize = serializers.get(key);
-  if (!serialize) {
-    ownCompiler ??= SerializerSelector()({}, SERIALIZER_OPTIONS);
-    serializers.set(key, (serialize = ownCompiler(route)));
-  }
+  if (!serialize) serializers.set(key, (serialize = compile(route)));
   return serialize;
 }
 
@@ -40,15 +42,7 @@ export function cachedSerializers(): NonNullable<FastifyServerOptions['schemaCon
     compilersFactory: {
       buildSerializer: (externalSchemas, options) => {
         const compile = SerializerSelector()(externalSchemas, options);
-        return (route) => {
-          const key = JSON.stringify(route.schema);
-          let serialize = serializers.get(key);
-          if (!serialize) {
-            serialize = compile(route as Parameters<Compiler>[0]);
-            serializers.set(key, serialize);
-          }
-          return serialize;
-        };
+        return (route) => cached(route as Parameters<Compiler>[0], compile);
       },
     },
   };
