@@ -234,6 +234,28 @@ const ABLATIONS: Ablation[] = [
     ],
   },
   {
+    name: 'batch-savepoints',
+    what: "a batch's inserts and updates not each under a savepoint (SQLite: each page they change copied to the sub-journal); a failure then cannot be retried item by item",
+    replacements: [
+      {
+        file: 'src/domain/contacts/batchWrites.ts',
+        find: '  if (direct) direct.prepare(`${statement} batch_write`).run();',
+        replace: '  if (direct) return;',
+      },
+    ],
+  },
+  {
+    name: 'events',
+    what: "no event recorded (the outbox: each change's event written in the change's own transaction; its JSON, ids, the endpoints read): what events cost in all, their rows included",
+    replacements: [
+      {
+        file: 'src/domain/events/record.ts',
+        find: '  if (changes.length === 0) return;\n  const at = nowIso(new Date());',
+        replace: '  if (changes.length >= 0) return;\n  const at = nowIso(new Date());',
+      },
+    ],
+  },
+  {
     name: 'stalled-bodies',
     what: 'no body timer (a body that stalls is answered 408 and its connection closed)',
     replacements: [
