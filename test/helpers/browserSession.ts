@@ -1,5 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { findSession, signIn } from '../../src/domain/sessions/sessions.js';
+import { signIn } from '../../src/domain/sessions/passwordSignIn.js';
+import { findSession } from '../../src/domain/sessions/sessions.js';
 import type { Harness } from './harness.js';
 
 /** A signed-in dashboard user driving the app through app.inject, with cookie and CSRF token. */

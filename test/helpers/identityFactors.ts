@@ -4,7 +4,7 @@ import { nowIso, randomBase62 } from '../../src/domain/ids.js';
 import { newTotpSecret, sealTotpSecret } from '../../src/domain/identity/totp.js';
 import type { Harness } from './harness.js';
 import { visitor, type Visitor } from './anonymousForms.js';
-import { signIn } from '../../src/domain/sessions/sessions.js';
+import { signIn } from '../../src/domain/sessions/passwordSignIn.js';
 import { findSession } from '../../src/domain/sessions/sessions.js';
 import { formBody, type DashboardUser } from './browserSession.js';
 import { SECRET } from './harness.js';

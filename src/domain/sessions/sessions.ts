@@ -1,18 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database, Role, TwoFactorPolicy } from '../../db/schema.js';
-import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { ForbiddenError } from '../errors.js';
 import { nowIso } from '../ids.js';
-import { verifyPassword } from '../orgs/passwords.js';
 import { switchRefusedBySso } from '../identity/ssoSignIn.js';
 
 export const SESSION_DAYS = 7;
 /** SESSION_IDLE_MINUTES's default: a session not seen for 12 hours ends (IDENTITY.md rule 14). */
 export const DEFAULT_SESSION_IDLE_MINUTES = 720;
 const DAY_MS = 86_400_000;
-// A real argon2id hash of a random password: verifying against it when the email is unknown takes
-// as long as a real check, so response times do not tell which emails have accounts.
-const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$K5BWKk/bPAlrl4v/ZWs2wA$yhcaNsxp6MjBS7FKwUzeZG63UYYeO8gNHV8hu6CLuf8';
 
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
@@ -91,56 +87,6 @@ async function membershipsOf(db: Kysely<Database>, userId: string) {
     .orderBy('orgs.created_at')
     .orderBy('orgs.id')
     .execute();
-}
-
-/** Who an email and password belong to, when they are right. */
-export interface PasswordHolder {
-  userId: string;
-  email: string;
-  /** The user's first organisation: where a session opens. */
-  orgId: string;
-}
-
-/** Why a password sign-in failed, for Activity (the person is only told "not right"). */
-export class SignInRefused extends UnauthorizedError {
-  constructor(
-    /** unknown_email | wrong_password | deactivated */
-    readonly reason: string,
-    /** The account the email names, when there is one (its organisations record the failure). */
-    readonly user: { id: string; email: string } | null,
-  ) {
-    super('The email or password is not right.');
-  }
-}
-
-/**
- * Checks email and password (as long for an unknown email as for a known one). Throws
- * SignInRefused, or ForbiddenError for an account in no organisation.
- */
-export async function checkPassword(db: Kysely<Database>, email: string, password: string): Promise<PasswordHolder> {
-  const user = await db
-    .selectFrom('users')
-    .select(['id', 'email', 'password_hash', 'deactivated_at'])
-    .where('email_lower', '=', email.trim().toLowerCase())
-    .executeTakeFirst();
-  const valid = await verifyPassword(user?.password_hash ?? DUMMY_HASH, password.slice(0, 1024));
-  if (!user) throw new SignInRefused('unknown_email', null);
-  if (!valid) throw new SignInRefused('wrong_password', { id: user.id, email: user.email });
-  if (user.deactivated_at !== null) throw new SignInRefused('deactivated', { id: user.id, email: user.email });
-  const first = (await membershipsOf(db, user.id))[0];
-  if (!first) throw new ForbiddenError('This account does not belong to any organisation yet.');
-  return { userId: user.id, email: user.email, orgId: first.id };
-}
-
-/** Checks email and password and opens a session in the user's first organisation (no second factor asked: scripts and tests). */
-export async function signIn(
-  db: Kysely<Database>,
-  email: string,
-  password: string,
-  now: Date,
-): Promise<{ token: string; expiresAt: Date }> {
-  const holder = await checkPassword(db, email, password);
-  return openSession(db, holder.userId, holder.orgId, now);
 }
 
 /** The organisation a user works in first (their oldest membership), or null. */

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ServiceError, UnavailableError } from '../../../domain/errors.js';
-import { checkPassword, SignInRefused, signOut, switchOrg } from '../../../domain/sessions/sessions.js';
+import { checkPassword, SignInRefused } from '../../../domain/sessions/passwordSignIn.js';
+import { signOut, switchOrg } from '../../../domain/sessions/sessions.js';
 import { finishSignIn, signInFailed } from '../../signIns.js';
 import { SESSION_COOKIE, checkCsrf, flash, requireSession, takeFlash, text } from '../../context.js';
 import { field, html, type FieldErrors } from '../../html.js';

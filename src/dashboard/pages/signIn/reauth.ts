@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { UnavailableError } from '../../../domain/errors.js';
 import { acceptSecondFactorCode, secondFactorsOf } from '../../../domain/identity/totp.js';
-import { checkPassword, SignInRefused } from '../../../domain/sessions/sessions.js';
+import { checkPassword, SignInRefused } from '../../../domain/sessions/passwordSignIn.js';
 import { text } from '../../context.js';
 import { field, html, type FieldErrors } from '../../html.js';
 import { csrf, page } from '../../layout.js';
