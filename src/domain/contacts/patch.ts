@@ -25,32 +25,45 @@ export interface ContactChange {
   labelIds?: string[];
 }
 
+/**
+ * The fields a patch may change that are columns as they are, in the order an update sets them
+ * (alphabetical): one order whatever the order of the client's keys, since the columns an update
+ * sets are its statement's shape (one UPDATE a shape in a batch, compiled statements kept a
+ * shape). Only these: a key of the patch that is not one of them never becomes a column.
+ */
+const PATCH_COLUMNS = ['address', 'email', 'external_id', 'first_name', 'last_name', 'notes', 'phone'] as const;
+
 export function contactChange(before: ContactView, patch: ContactPatch, at: string): ContactChange | ValidationError {
-  const { label_ids: givenLabels, metadata: givenMetadata, ...fields } = patch;
-  const wanted: Record<string, string | null | undefined> = {
-    ...fields,
-    ...(fields.first_name !== undefined ? { first_name: fields.first_name.trim() } : {}),
-    ...(fields.last_name !== undefined ? { last_name: fields.last_name.trim() } : {}),
-  };
+  const givenMetadata = patch.metadata;
   const merged = mergeMetadata(before.metadata, givenMetadata);
   const tooMany = metadataCountError('metadata', merged);
   if (tooMany) return new ValidationError([tooMany]);
-  const changed: Record<string, string | null> = {};
-  // In one order whatever the order of the client's keys: the columns an update sets are its
-  // statement's shape (one UPDATE a shape in a batch, compiled statements kept a shape), so the
-  // same fields sent in another order must make the same shape.
-  for (const [column, value] of Object.entries(wanted).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (value !== undefined && before[column as keyof ContactView] !== value) changed[column] = value;
+  const columns: Record<string, string | null> = {};
+  let changedText = false;
+  let searched = false;
+  for (const column of PATCH_COLUMNS) {
+    let value = patch[column];
+    if (value === undefined) continue;
+    if (column === 'first_name' || column === 'last_name') value = (value as string).trim();
+    if (before[column] === value) continue;
+    columns[column] = value;
+    changedText = true;
+    if (column === 'first_name' || column === 'last_name' || column === 'email' || column === 'phone') searched = true;
   }
   const metadataChanged = givenMetadata !== undefined && JSON.stringify(merged) !== JSON.stringify(before.metadata);
+  const givenLabels = patch.label_ids;
   const labelIds = givenLabels === undefined ? undefined : [...new Set(givenLabels)];
   const labelsChanged =
     labelIds !== undefined && (labelIds.length !== before.labels.length || before.labels.some((label) => !labelIds.includes(label.id)));
-  if (Object.keys(changed).length === 0 && !metadataChanged && !labelsChanged) return { columns: {} };
-  const columns: Record<string, string | null> = { ...changed };
-  if (typeof changed.email === 'string') columns.email_lower = changed.email.toLowerCase();
-  if (['first_name', 'last_name', 'email', 'phone'].some((column) => column in changed)) {
-    columns.search_text = searchText({ ...before, ...changed } as ContactView);
+  if (!changedText && !metadataChanged && !labelsChanged) return { columns: {} };
+  if (typeof columns.email === 'string') columns.email_lower = columns.email.toLowerCase();
+  if (searched) {
+    columns.search_text = searchText({
+      first_name: (columns.first_name as string | undefined) ?? before.first_name,
+      last_name: (columns.last_name as string | undefined) ?? before.last_name,
+      email: (columns.email as string | undefined) ?? before.email,
+      phone: columns.phone !== undefined ? columns.phone : before.phone,
+    });
   }
   if (metadataChanged) columns.metadata = JSON.stringify(merged);
   columns.updated_at = at;

@@ -133,8 +133,11 @@ export function previousAttributes(before: object, after: object): Record<string
   const old = before as Record<string, unknown>;
   const now = after as Record<string, unknown>;
   const changed: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(old)) {
+  // for…in rather than Object.entries: the same own keys in the same order (views are plain
+  // objects), without an array made for each field (issue 46: a batch walks fifty views).
+  for (const field in old) {
     if (field === 'updated_at') continue;
+    const value = old[field];
     const other = now[field];
     // Equal values print alike, and two strings print alike only when equal: JSON only for the rest
     // (a batch compared some fourteen fields of fifty contacts through JSON.stringify, issue 46).
