@@ -20,3 +20,13 @@ export const batchBody = (n: number) => ({
     return { external_id: `crm-${k}`, first_name: `Batch ${n}`, last_name: `K${k}`, email: `crm-${k}@example.com` };
   }).filter((item, i, all) => all.findIndex((other) => other.external_id === item.external_id) === i),
 });
+
+/** What bench/ladder.ts can split: a target of bench:check with a domain write. */
+export type LadderTarget = 'create' | 'batch-upsert';
+
+/**
+ * The n-th request of a ladder's target (bench/ladder.ts sends it, bench/ladderServer.ts records
+ * its statements): create's numbered 10,000 on, five digits as most of bench:check's creates have
+ * (the search index writes each word's prefixes); batch-upsert's as bench:check sends them.
+ */
+export const ladderBody = (target: LadderTarget) => (target === 'create' ? (n: number) => createBody(10_000 + n) : batchBody);
