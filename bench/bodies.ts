@@ -24,9 +24,5 @@ export const batchBody = (n: number) => ({
 /** What bench/ladder.ts can split: a target of bench:check with a domain write. */
 export type LadderTarget = 'create' | 'batch-upsert';
 
-/**
- * The n-th request of a ladder's target (bench/ladder.ts sends it, bench/ladderServer.ts records
- * its statements): create's numbered 10,000 on, five digits as most of bench:check's creates have
- * (the search index writes each word's prefixes); batch-upsert's as bench:check sends them.
- */
-export const ladderBody = (target: LadderTarget) => (target === 'create' ? (n: number) => createBody(10_000 + n) : batchBody);
+/** bench:check's n-th request of a ladder's target (bench/ladder.ts sends it, bench/ladderServer.ts records its statements). */
+export const bodyOf = (target: LadderTarget) => (target === 'create' ? createBody : batchBody);

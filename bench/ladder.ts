@@ -6,7 +6,9 @@
  * bench/budget.ts and floor.ts print it). Each rung is the one below plus one layer of orgdata's
  * write, counted as bench/budget.ts counts (callgrind, warm-up, windows of requests one at a time,
  * forced collections at the edges, compilers and major collections left out, the median window;
- * create: 8,000 requests of warm-up, windows of 400; batch-upsert: 100 and 20):
+ * bench/budget.ts's warm-up and windows, create 8,000 requests and 400, batch-upsert 100 and 10).
+ * A rung's `adds` is the median of its windows' differences from the rung below's, window by
+ * window (each rung, and the app, sends the same bodies in the same windows over data seeded alike):
  *
  * 1. bare: Fastify parsing the body and sending a recorded answer (bench/ladderServer.ts);
  * 2. raw: plus exactly the writes the request makes (recorded from the domain's own function on a
@@ -25,23 +27,23 @@
  * 7. (printed beside, not run) the budget's figure: idempotency, the request log and metrics on —
  *    what each costs is bench/ablate.ts's to say.
  *
- * Every rung of the server starts from its own copy of the seeded data and sends the same bodies,
- * so each meets the same data at its n-th request. Beside the ladder, against bare: `hooks`, bare
- * under empty hooks of the kinds and number create passes through, what Fastify's lifecycle costs
- * for that shape whatever the hooks do.
+ * Every rung of the server starts from its own copy of the seeded data and is sent bench:check's
+ * bodies, so each meets the same data at its n-th request. Beside the ladder, against bare:
+ * `hooks`, bare under empty hooks of the kinds and number create passes through, what Fastify's
+ * lifecycle costs for that shape whatever the hooks do.
  *
- * The ladder server and the app run side by side (BENCH_JOBS is not read: two processes).
- * create about 10 minutes on the 2-core machine, batch-upsert about 15. BENCH_FUNCTIONS=1: the
+ * The ladder server and the app run side by side (BENCH_JOBS is not read: two processes). About
+ * 10 minutes for create on the 2-core machine, 5 for batch-upsert. BENCH_FUNCTIONS=1: the
  * rungs' functions are named (V8's perf map) and each rung prints the functions that grew most over
- * the rung below (self cost a request or contact, the median windows'); BENCH_APP=0 leaves the app
- * rung out.
+ * the rung below (self cost a request or contact over all windows, as bench/budget.ts takes it: its
+ * file keeps those over 200 a unit); BENCH_APP=0 leaves the app rung out.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, orgWithKey, serverEnv, startServerProcess } from '../test/helpers/serverProcess.js';
-import { ladderBody, type LadderTarget } from './bodies.js';
-import { startCountedScript, stop } from './callgrind.js';
+import { bodyOf, type LadderTarget } from './bodies.js';
+import { median, startCountedScript, stop } from './callgrind.js';
 import { countRoutes, type CountedRoute, type RouteCount } from './countRoutes.js';
 import { seedContacts } from './seed.js';
 
@@ -50,13 +52,13 @@ const TMP = path.join(import.meta.dirname, '.tmp', 'ladder');
 const WINDOWS = 5;
 const TARGET = (process.env.BENCH_LADDER ?? 'create') as LadderTarget;
 /**
- * Each target's requests: warm-up and a window's, and the units a request (its figures are per
- * unit). Batch-upsert's warm-up is bench/budget.ts's, its windows twice as long (a batch's FTS5
- * merges are lumpy: the median of longer windows steadier), as bench/floor.ts's bare batch.
+ * Each target's requests: warm-up and a window's, bench/budget.ts's own (so that the app's k-th
+ * window is the rungs' k-th: the same bodies over data seeded alike), and the units a request (its
+ * figures are per unit).
  */
 const SHAPES: Record<LadderTarget, { warmup: number; requests: number; per: number; unit: string }> = {
   create: { warmup: 8000, requests: 400, per: 1, unit: 'request' },
-  'batch-upsert': { warmup: 100, requests: 20, per: 100, unit: 'contact' },
+  'batch-upsert': { warmup: 100, requests: 10, per: 100, unit: 'contact' },
 };
 if (!SHAPES[TARGET]) throw new Error(`BENCH_LADDER is one of ${Object.keys(SHAPES).join(', ')}`);
 const { warmup: WARMUP, requests: REQUESTS, per: PER, unit: UNIT } = SHAPES[TARGET];
@@ -126,7 +128,7 @@ async function ladder(seeded: { dataDir: string; orgId: string; keyId: string })
     method: 'POST',
     path: rung.path,
     // Every rung the same bodies: the raw rungs replay what the domain wrote for them.
-    body: ladderBody(TARGET),
+    body: bodyOf(TARGET),
     headers,
     warmup: WARMUP,
     requests: REQUESTS,
@@ -152,8 +154,8 @@ async function ladder(seeded: { dataDir: string; orgId: string; keyId: string })
   }
 }
 
-/** bench/budget.ts's target on this build with APP_ENV and no Idempotency-Key, its figure (and functions) read back from the file it writes. */
-async function app(): Promise<{ instructions: number; functions: Map<string, number> }> {
+/** bench/budget.ts's target on this build with APP_ENV and no Idempotency-Key, its figures (and functions) read back from the file it writes. */
+async function app(): Promise<RouteCount> {
   const file = path.join(TMP, 'app.json');
   await new Promise<void>((resolve, reject) => {
     const child = spawn('npx', ['tsx', 'bench/budget.ts', '--update'], {
@@ -174,11 +176,24 @@ async function app(): Promise<{ instructions: number; functions: Map<string, num
     child.on('error', reject);
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bench/budget.ts exited ${code}`))));
   });
-  const { instructions, functions } = (
-    JSON.parse(readFileSync(file, 'utf8')) as { targets: Record<string, { instructions: number; functions?: Record<string, number> }> }
+  const { instructions, windows, functions } = (
+    JSON.parse(readFileSync(file, 'utf8')) as {
+      targets: Record<string, { instructions: number; windows: number[]; functions?: Record<string, number> }>;
+    }
   ).targets[TARGET]!;
-  return { instructions, functions: new Map(Object.entries(functions ?? {})) };
+  return { perRequest: instructions, windows, functions: new Map(Object.entries(functions ?? {})) };
 }
+
+/**
+ * What `upper` adds to `lower`: the median of their differences window by window. Every rung (and
+ * bench/budget.ts's app) sends the same bodies in the same windows over data seeded alike, so its
+ * k-th window meets what the others' k-th did (batch-upsert's windows differ by up to half as FTS5
+ * merges its segments in one or another: the difference of the medians would mix two windows).
+ */
+const adds = (upper: RouteCount, lower: RouteCount) =>
+  upper.windows.length === lower.windows.length
+    ? median(upper.windows.map((w, k) => w - lower.windows[k]!))
+    : upper.perRequest - lower.perRequest;
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-GB');
 rmSync(TMP, { recursive: true, force: true });
@@ -186,7 +201,6 @@ mkdirSync(TMP, { recursive: true });
 const began = performance.now();
 try {
   const [rungs, appRung] = await Promise.all([seed().then(ladder), APP ? app() : Promise.resolve(null)]);
-  const appFigure = appRung?.instructions ?? null;
   const budget = (
     JSON.parse(readFileSync(path.join(import.meta.dirname, 'budget.json'), 'utf8')) as {
       targets: Record<string, { instructions: number }>;
@@ -197,27 +211,29 @@ try {
     `\n${TARGET}'s ladder (${commit}, ${((performance.now() - began) / 60_000).toFixed(1)} min; instructions a ${UNIT}, median of ${WINDOWS} windows of ${REQUESTS} requests)`,
   );
   console.log('    rung          total      adds   windows');
-  let below = 0;
+  const line = (name: string, count: RouteCount, added: number, what: string) =>
+    console.log(
+      `    ${name.padEnd(12)} ${fmt(count.perRequest).padStart(9)} ${fmt(added).padStart(9)}   ${count.windows.map(fmt).join(', ')}  ${what}`,
+    );
+  let below: RouteCount | null = null;
   for (const rung of RUNGS) {
-    const { perRequest, windows } = rungs.get(rung.name)!;
-    console.log(
-      `    ${rung.name.padEnd(12)} ${fmt(perRequest).padStart(9)} ${fmt(perRequest - below).padStart(9)}   ${windows.map(fmt).join(', ')}  ${rung.what}`,
-    );
-    below = perRequest;
+    const count = rungs.get(rung.name)!;
+    line(rung.name, count, below ? adds(count, below) : count.perRequest, rung.what);
+    below = count;
   }
-  const bare = rungs.get('bare')!.perRequest;
   for (const side of BESIDE) {
-    const { perRequest, windows } = rungs.get(side.name)!;
-    console.log(
-      `    ${side.name.padEnd(12)} ${fmt(perRequest).padStart(9)} ${fmt(perRequest - bare).padStart(9)}   ${windows.map(fmt).join(', ')}  (beside: over bare) ${side.what}`,
-    );
+    const count = rungs.get(side.name)!;
+    line(side.name, count, adds(count, rungs.get('bare')!), `(beside: over bare) ${side.what}`);
   }
-  if (appFigure !== null) {
-    console.log(
-      `    ${'app'.padEnd(12)} ${fmt(appFigure).padStart(9)} ${fmt(appFigure - below).padStart(9)}   + the route above the domain (no Idempotency-Key, REQUEST_LOG_DAYS=0, METRICS_TOKEN unset; a process of its own)`,
+  if (appRung) {
+    line(
+      'app',
+      appRung,
+      adds(appRung, below!),
+      '+ the route above the domain (no Idempotency-Key, REQUEST_LOG_DAYS=0, METRICS_TOKEN unset; a process of its own)',
     );
     console.log(
-      `    ${'budget'.padEnd(12)} ${fmt(budget).padStart(9)} ${fmt(budget - appFigure).padStart(9)}   + idempotency, the request log, metrics (bench/budget.json; bench/ablate.ts splits them)`,
+      `    ${'budget'.padEnd(12)} ${fmt(budget).padStart(9)} ${fmt(budget - appRung.perRequest).padStart(9)}   + idempotency, the request log, metrics (bench/budget.json, over the app's median; bench/ablate.ts splits them)`,
     );
   }
   if (FUNCTIONS) {

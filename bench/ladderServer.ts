@@ -37,7 +37,7 @@ import { pathToFileURL } from 'node:url';
 import Fastify from 'fastify';
 import type { Kysely } from 'kysely';
 import type Database from 'better-sqlite3';
-import { ladderBody, type LadderTarget } from './bodies.js';
+import { bodyOf, type LadderTarget } from './bodies.js';
 import { recordStatements, type StatementCall } from './recordStatements.js';
 
 type DatabaseModule = typeof import('../src/db/database.js');
@@ -92,7 +92,7 @@ const TARGETS: Record<LadderTarget, { status: number; write(ctx: Ctx, body: unkn
   },
 };
 const target = TARGETS[targetName];
-const body = ladderBody(targetName);
+const body = bodyOf(targetName);
 
 /** A rung's own copy of the seeded data directory (made before any connection opens the seeded one). */
 const RUNG_DATA = ['record', 'raw', 'statements', 'transaction', 'domain'] as const;
