@@ -120,7 +120,8 @@ async function ladder(seeded: { dataDir: string; orgId: string; keyId: string })
     url,
     mkdtempSync(path.join(TMP, 'counted-')),
     ['--import', 'tsx', path.join(import.meta.dirname, 'ladderServer.ts')],
-    { names: FUNCTIONS },
+    // BENCH_KEEP=1: the dumps and the perf map kept in bench/.tmp/ladder, for callgrind_annotate --inclusive=yes.
+    { names: FUNCTIONS, keepDumps: process.env.BENCH_KEEP === '1' },
   );
   const headers = { 'content-type': 'application/json', authorization: 'Bearer bench' };
   const routes: CountedRoute[] = [...RUNGS, ...BESIDE].map((rung) => ({
