@@ -61,7 +61,9 @@ const SHAPES: Record<LadderTarget, { warmup: number; requests: number; per: numb
   'batch-upsert': { warmup: 100, requests: 10, per: 100, unit: 'contact' },
 };
 if (!SHAPES[TARGET]) throw new Error(`BENCH_LADDER is one of ${Object.keys(SHAPES).join(', ')}`);
-const { warmup: WARMUP, requests: REQUESTS, per: PER, unit: UNIT } = SHAPES[TARGET];
+const { requests: REQUESTS, per: PER, unit: UNIT } = SHAPES[TARGET];
+/** BENCH_WARMUP: another warm-up, for an experiment (with BENCH_APP=0: the app's windows would no longer be the rungs'). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? SHAPES[TARGET].warmup);
 const APP_ENV = { REQUEST_LOG_DAYS: '0', METRICS_TOKEN: '' };
 const FUNCTIONS = process.env.BENCH_FUNCTIONS === '1';
 const APP = process.env.BENCH_APP !== '0';
