@@ -33,7 +33,7 @@
  * lifecycle costs for that shape whatever the hooks do.
  *
  * The ladder server and the app run side by side (BENCH_JOBS is not read: two processes). About
- * 10 minutes for create on the 2-core machine, 5 for batch-upsert. BENCH_FUNCTIONS=1: the
+ * 7 minutes for create on the 2-core machine, 5 for batch-upsert. BENCH_FUNCTIONS=1: the
  * rungs' functions are named (V8's perf map) and each rung prints the functions that grew most over
  * the rung below (self cost a request or contact over all windows, as bench/budget.ts takes it: its
  * file keeps those over 200 a unit); BENCH_APP=0 leaves the app rung out.
