@@ -30,7 +30,9 @@
  * Every rung of the server starts from its own copy of the seeded data and is sent bench:check's
  * bodies, so each meets the same data at its n-th request. Beside the ladder, against bare:
  * `hooks`, bare under empty hooks of the kinds and number create passes through, what Fastify's
- * lifecycle costs for that shape whatever the hooks do.
+ * lifecycle costs for that shape whatever the hooks do; against raw, batch-upsert's statements
+ * rung in parts (PARTS: the holders' reads, the matched contacts' read, the outbox's endpoints, the
+ * savepoints).
  *
  * The ladder server and the app run side by side (BENCH_JOBS is not read: two processes). About
  * 7 minutes for create on the 2-core machine, 5 for batch-upsert. BENCH_FUNCTIONS=1: the
@@ -80,14 +82,40 @@ const RUNGS: { name: string; path: string; what: string }[] = [
   },
 ];
 
-/** Counted beside the ladder, each against bare rather than the rung below. */
-const BESIDE: { name: string; path: string; what: string }[] = [
+/** Counted beside the ladder, each against the rung it names rather than the rung below. */
+const BESIDE: { name: string; path: string; over: string; what: string }[] = [
   {
     name: 'hooks',
     path: '/ladder/hooks',
+    over: 'bare',
     what: "bare under empty hooks shaped as orgdata's POST /contacts (and /batch): Fastify's lifecycle (bench/ladderServer.ts)",
   },
 ];
+
+/**
+ * The statements rung in parts, each beside the ladder against raw: raw plus only the reads and
+ * savepoints whose SQL the pattern matches (bench/ladderServer.ts's LADDER_PARTS). Create's one
+ * read is its statements rung.
+ */
+const PARTS: Record<LadderTarget, { name: string; pattern: string; what: string }[]> = {
+  create: [],
+  'batch-upsert': [
+    { name: 'holders', pattern: '^select "id", "(email_lower|external_id)" as "value"', what: 'who holds its emails and external ids' },
+    {
+      name: 'matched',
+      pattern: '^select "(contacts"\\."id|contact_labels"\\."contact_id)"',
+      what: 'the matched contacts and their labels, read by id',
+    },
+    {
+      name: 'endpoints',
+      pattern: 'from "webhook_endpoints"',
+      what: "the outbox's enabled endpoints (one read for the creates, one for the updates)",
+    },
+    { name: 'savepoints', pattern: '^(savepoint|release)', what: 'two savepoints (a failed insert or patch undone alone)' },
+  ],
+};
+for (const part of PARTS[TARGET])
+  BESIDE.push({ name: part.name, path: `/ladder/part/${part.name}`, over: 'raw', what: `raw + ${part.what}` });
 
 /** A data directory as bench/budget.ts seeds it: an organisation, a key, a label, 1,000 contacts with it. */
 async function seed(): Promise<{ dataDir: string; orgId: string; keyId: string }> {
@@ -113,6 +141,7 @@ async function ladder(seeded: { dataDir: string; orgId: string; keyId: string })
     PORT: String(port),
     DATA_DIR: dataDir,
     LADDER_TARGET: TARGET,
+    LADDER_PARTS: JSON.stringify(PARTS[TARGET]),
     LADDER_ORG: seeded.orgId,
     LADDER_KEY_ID: seeded.keyId,
     LADDER_REQUESTS: String(WARMUP + WINDOWS * REQUESTS),
@@ -226,7 +255,7 @@ try {
   }
   for (const side of BESIDE) {
     const count = rungs.get(side.name)!;
-    line(side.name, count, adds(count, rungs.get('bare')!), `(beside: over bare) ${side.what}`);
+    line(side.name, count, adds(count, rungs.get(side.over)!), `(beside: over ${side.over}) ${side.what}`);
   }
   if (appRung) {
     line(

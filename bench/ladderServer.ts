@@ -27,7 +27,10 @@
  * body and response schemas, the error handler; idempotency, request log, metrics) is the app
  * itself, measured by bench/budget.ts (bench/ladder.ts runs it with those three off).
  *
- * Environment: PORT, DATA_DIR, LADDER_TARGET (create, the default, or batch-upsert), LADDER_ORG,
+ * Beside them, `POST /ladder/part/NAME` for each of LADDER_PARTS (a JSON list of `{ name, pattern }`):
+ * raw plus only the reads and savepoints whose SQL the pattern matches, on a copy of its own.
+ *
+ * Environment: PORT, DATA_DIR, LADDER_TARGET (create, the default, or batch-upsert), LADDER_PARTS, LADDER_ORG,
  * LADDER_KEY_ID, LADDER_REQUESTS (how many requests of each rung to record statements for, at most
  * 10,000), LADDER_DIST (the built app's dist/).
  */
@@ -94,10 +97,13 @@ const TARGETS: Record<LadderTarget, { status: number; write(ctx: Ctx, body: unkn
 const target = TARGETS[targetName];
 const body = bodyOf(targetName);
 
+/** Beside the ladder (LADDER_PARTS): raw plus only the reads and savepoints whose SQL `pattern` matches (case-insensitive). */
+const PARTS = JSON.parse(process.env.LADDER_PARTS ?? '[]') as { name: string; pattern: string }[];
+
 /** A rung's own copy of the seeded data directory (made before any connection opens the seeded one). */
-const RUNG_DATA = ['record', 'raw', 'statements', 'transaction', 'domain'] as const;
+const RUNG_DATA = ['record', 'raw', 'statements', 'transaction', 'domain', ...PARTS.map((part) => `part-${part.name}`)];
 for (const rung of RUNG_DATA) cpSync(dataDir, `${dataDir}-${rung}`, { recursive: true });
-const open = (rung: (typeof RUNG_DATA)[number]) => openDatabase({ databaseUrl: null, dataDir: `${dataDir}-${rung}` });
+const open = (rung: string) => openDatabase({ databaseUrl: null, dataDir: `${dataDir}-${rung}` });
 
 type Call = Pick<StatementCall, 'sql' | 'values' | 'method'>;
 const CONTROL = /^\s*(begin|commit|end|rollback(?!\s+to))\b/i;
@@ -138,7 +144,7 @@ if (targetName === 'batch-upsert') {
 }
 
 /** A replaying rung: its connection, and each request's statements (those `keep` keeps) prepared on it with their values. */
-function replaying(rung: 'raw' | 'statements', keep: (call: Call) => boolean) {
+function replaying(rung: string, keep: (call: Call) => boolean) {
   const connection = directSqlite(open(rung).kysely)!;
   const steps = recorded.calls.map((calls) =>
     calls.filter(keep).map(({ sql, values, method }) => ({ statement: connection.prepare(sql) as Database.Statement, values, method })),
@@ -154,6 +160,10 @@ function replaying(rung: 'raw' | 'statements', keep: (call: Call) => boolean) {
 }
 const raw = replaying('raw', (call) => !READ_OR_SAVEPOINT.test(call.sql));
 const statements = replaying('statements', () => true);
+const parts = PARTS.map(({ name, pattern }) => {
+  const part = new RegExp(pattern, 'i');
+  return { name, replay: replaying(`part-${name}`, (call) => !READ_OR_SAVEPOINT.test(call.sql) || part.test(call.sql)) };
+});
 
 const transactionDb = open('transaction');
 const domainDb = open('domain');
@@ -169,6 +179,11 @@ app.post('/ladder/statements', async (_request, reply) => {
   statements();
   return reply.code(target.status).send(answer);
 });
+for (const { name, replay } of parts)
+  app.post(`/ladder/part/${name}`, async (_request, reply) => {
+    replay();
+    return reply.code(target.status).send(answer);
+  });
 let transaction = 0;
 app.post('/ladder/transaction', async (_request, reply) => {
   const calls = recorded.calls[transaction++]!;
@@ -213,4 +228,6 @@ console.log(
   `ladder: ${targetName}, the last of ${requests} recorded requests: ${writes} writes and ${last.length - writes} reads and savepoints:`,
 );
 for (const call of last) console.log(`  ${call.sql.slice(0, 120)}`);
+for (const { name, pattern } of PARTS)
+  console.log(`ladder: part ${name}: ${last.filter((call) => new RegExp(pattern, 'i').test(call.sql)).length} of its statements`);
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
