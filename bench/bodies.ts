@@ -20,3 +20,9 @@ export const batchBody = (n: number) => ({
     return { external_id: `crm-${k}`, first_name: `Batch ${n}`, last_name: `K${k}`, email: `crm-${k}@example.com` };
   }).filter((item, i, all) => all.findIndex((other) => other.external_id === item.external_id) === i),
 });
+
+/** What bench/ladder.ts can split: a target of bench:check with a domain write. */
+export type LadderTarget = 'create' | 'batch-upsert';
+
+/** bench:check's n-th request of a ladder's target (bench/ladder.ts sends it, bench/ladderServer.ts records its statements). */
+export const bodyOf = (target: LadderTarget) => (target === 'create' ? createBody : batchBody);

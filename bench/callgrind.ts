@@ -294,7 +294,7 @@ export async function startCountedScript(
   url: string,
   dir: string,
   args: string[],
-  options: { names?: boolean } = {},
+  options: { names?: boolean; keepDumps?: boolean } = {},
 ): Promise<CountedServer> {
   mkdirSync(dir, { recursive: true });
   const preload = writePreload(dir, 1);

@@ -21,7 +21,11 @@ export interface RouteCount {
   /** The median window's instructions per request. */
   perRequest: number;
   windows: number[];
-  /** The median window's self cost by function, per request (a server started with `names`). */
+  /**
+   * Self cost by function per request, over all the windows less the empty windows' mean, as
+   * bench/budget.ts takes it (a server started with `names`): the same windows in every rung, so
+   * that a window holding one of FTS5's large merges weighs alike on both sides of a difference.
+   */
   functions: Map<string, number>;
 }
 
@@ -60,8 +64,12 @@ export async function countRoutes(
     empty.push(await server.windowed(async () => {}));
     const fixed = median(empty.map(counted));
     const perWindow = counts.map((w) => (counted(w) - fixed) / route.requests);
-    const middle = counts[perWindow.indexOf(median(perWindow))] ?? counts[0]!;
-    const functions = new Map([...middle.functions].map(([name, cost]) => [name, cost / route.requests] as const));
+    const functions = new Map<string, number>();
+    const add = (w: { functions: Map<string, number> }, share: number) => {
+      for (const [name, cost] of w.functions) functions.set(name, (functions.get(name) ?? 0) + (cost * share) / (windows * route.requests));
+    };
+    for (const w of counts) add(w, 1);
+    for (const e of empty) add(e, -windows / empty.length);
     results.set(route.name, { perRequest: median(perWindow), windows: perWindow, functions });
   }
   return results;
