@@ -209,15 +209,10 @@ const ABLATIONS: Ablation[] = [
     what: "the answer serialized by JSON.stringify, not by the route's response schema (fast-json-stringify: only the documented fields leave)",
     replacements: [
       {
+        // Every serializer, the app's and a route's own (the batch's), is compiled here.
         file: 'src/http/serializers.ts',
-        find: '            serialize = compile(route as Parameters<Compiler>[0]);',
-        replace: '            serialize = ((data: unknown) => JSON.stringify(data)) as ReturnType<Compiler>;',
-      },
-      {
-        // A route's own serializerCompiler (the batch's) takes its serializers from here.
-        file: 'src/http/serializers.ts',
-        find: '    serializers.set(key, (serialize = ownCompiler(route)));',
-        replace: '    serializers.set(key, (serialize = ((data: unknown) => JSON.stringify(data)) as Serializer));',
+        find: '  if (!serialize) serializers.set(key, (serialize = compile(route)));',
+        replace: '  if (!serialize) serializers.set(key, (serialize = ((data: unknown) => JSON.stringify(data)) as Serializer));',
       },
     ],
   },

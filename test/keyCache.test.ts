@@ -120,7 +120,7 @@ describe.each(SETUPS)('a key revoked by another process on $name', (setup) => {
 });
 
 describe.skipIf(!REDIS)('the Redis revocation feed', () => {
-  const key = (id: string): CachedKey => ({ id, orgId: 'org_x', livemode: true, scopes: new Set(), lastUsedAt: null, expiresAt: null });
+  const key = (id: string): CachedKey => ({ id, orgId: 'org_x', livemode: true, scopes: new Set(), lastUsedMs: null, expiresAt: null });
   let feedA: RedisRevocationFeed;
   let cacheA: VerifiedKeyCache;
   // Another process's revocation, as its feed publishes it (publishing through keysRevoked() here
@@ -173,7 +173,7 @@ describe.skipIf(!REDIS)('the Redis revocation feed', () => {
 });
 
 describe.skipIf(!PG)('the PostgreSQL revocation feed', () => {
-  const key = (id: string): CachedKey => ({ id, orgId: 'org_x', livemode: true, scopes: new Set(), lastUsedAt: null, expiresAt: null });
+  const key = (id: string): CachedKey => ({ id, orgId: 'org_x', livemode: true, scopes: new Set(), lastUsedMs: null, expiresAt: null });
   let db: Db;
   let feed: PostgresRevocationFeed;
   let cache: VerifiedKeyCache;
@@ -265,7 +265,7 @@ describe.skipIf(!PG)('the PostgreSQL revocation feed', () => {
 });
 
 describe('the key cache', () => {
-  const key = (id: string): CachedKey => ({ id, orgId: 'org_x', livemode: true, scopes: new Set(), lastUsedAt: null, expiresAt: null });
+  const key = (id: string): CachedKey => ({ id, orgId: 'org_x', livemode: true, scopes: new Set(), lastUsedMs: null, expiresAt: null });
 
   it('reads a key again once it has been cached for maxAgeMs, whatever the guard says', async () => {
     const cache = new VerifiedKeyCache({ usable: () => true }, 10, 50);

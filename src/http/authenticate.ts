@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { authenticateKey, describeOrigin, recordKeyUse } from '../domain/apiKeys/apiKeys.js';
+import { authenticateKey, describeOrigin, keyUseDue, recordKeyUse } from '../domain/apiKeys/apiKeys.js';
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../domain/errors.js';
 import { DEFAULT_SANDBOX_DAILY_QUOTA, type RateLimiter, type RateLimitSettings } from './rateLimiter.js';
 import type { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
@@ -60,16 +60,20 @@ export function authenticate(deps: AuthDeps) {
         },
       );
     }
-    // At most one write a minute per key, off the request's path.
-    recordKeyUse(deps.db, key, () => describeOrigin(request.ip, request.headers['user-agent']), now).catch((error: unknown) =>
-      request.log.warn({ err: error }, 'could not record key use'),
-    );
+    // At most one write a minute per key, off the request's path (most requests stop at the check).
+    if (keyUseDue(key, now)) {
+      recordKeyUse(deps.db, key, () => describeOrigin(request.ip, request.headers['user-agent']), now).catch((error: unknown) =>
+        request.log.warn({ err: error }, 'could not record key use'),
+      );
+    }
 
-    const scope = request.routeOptions.config.scope;
+    // routeOptions is a getter that builds a new object at each read: read once.
+    const { config } = request.routeOptions;
+    const scope = config.scope;
     if (scope && !key.scopes.has(scope)) {
       throw new ForbiddenError(`This API key lacks the ${scope} scope required for this operation.`);
     }
-    const anyOf = request.routeOptions.config.anyOfScopes;
+    const anyOf = config.anyOfScopes;
     if (anyOf && !anyOf.some((s) => key.scopes.has(s))) {
       throw new ForbiddenError(`This API key needs one of the scopes ${anyOf.join(', ')} for this operation.`);
     }

@@ -209,15 +209,22 @@ export async function revokeKeysCreatedBy(
 export const LAST_USED_INTERVAL_MS = 60_000;
 
 /**
- * Records last use at most once a minute per key: callers skip it when the row they just read is
- * fresh, and the condition keeps several instances from writing within the same minute.
+ * Whether a request with `key` records its use: not when one was recorded less than a minute ago.
+ * Every request asks, so a plain comparison; the write (recordKeyUse) is made only when due.
+ */
+export function keyUseDue(key: AuthenticatedKey, now: Date): boolean {
+  return key.lastUsedMs === null || key.lastUsedMs <= now.getTime() - LAST_USED_INTERVAL_MS;
+}
+
+/**
+ * Records last use at most once a minute per key: callers skip it when the key is not due
+ * (keyUseDue), and the condition keeps several instances from writing within the same minute.
  */
 export async function recordKeyUse(db: Kysely<Database>, key: AuthenticatedKey, origin: () => string, now: Date): Promise<void> {
-  // Compared as epoch milliseconds: this runs on every request, most of which stop here.
-  if (key.lastUsedAt !== null && Date.parse(key.lastUsedAt) > now.getTime() - LAST_USED_INTERVAL_MS) return;
+  if (!keyUseDue(key, now)) return;
   const threshold = nowIso(new Date(now.getTime() - LAST_USED_INTERVAL_MS));
   // A cached key is the same object on every request: the next minute's requests skip the write.
-  key.lastUsedAt = nowIso(now);
+  key.lastUsedMs = now.getTime();
   await db
     .updateTable('api_keys')
     .set({ last_used_at: nowIso(now), last_used_origin: origin() })

@@ -12,5 +12,6 @@ export interface AuthenticatedKey {
   /** false for an `od_test_` key (test mode, SANDBOX.md). */
   livemode: boolean;
   scopes: Set<Scope>;
-  lastUsedAt: string | null;
+  /** When its use was last recorded (epoch ms): compared on every request, so a number, not text. */
+  lastUsedMs: number | null;
 }

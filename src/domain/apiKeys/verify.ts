@@ -79,7 +79,7 @@ export async function authenticateKey(
     orgId: row.org_id,
     livemode,
     scopes: expandScopes(row.scopes.split(' ').filter(isScope)),
-    lastUsedAt: row.last_used_at,
+    lastUsedMs: row.last_used_at === null ? null : Date.parse(row.last_used_at),
     expiresAt: row.expires_at,
   };
   cache?.store(presented, key, generation);
