@@ -213,7 +213,8 @@ export const LAST_USED_INTERVAL_MS = 60_000;
  * Every request asks, so a plain comparison; the write (recordKeyUse) is made only when due.
  */
 export function keyUseDue(key: AuthenticatedKey, now: Date): boolean {
-  return key.lastUsedMs === null || key.lastUsedMs <= now.getTime() - LAST_USED_INTERVAL_MS;
+  // Written as "not recent": a stored time that did not parse (NaN) is due, and the write repairs it.
+  return !(key.lastUsedMs !== null && key.lastUsedMs > now.getTime() - LAST_USED_INTERVAL_MS);
 }
 
 /**

@@ -136,7 +136,7 @@ export function previousAttributes(before: object, after: object): Record<string
   // for…in rather than Object.entries: the same own keys in the same order (views are plain
   // objects), without an array made for each field (issue 46: a batch walks fifty views).
   for (const field in old) {
-    if (field === 'updated_at') continue;
+    if (field === 'updated_at' || !Object.hasOwn(old, field)) continue;
     const value = old[field];
     const other = now[field];
     // Equal values print alike, and two strings print alike only when equal: JSON only for the rest
