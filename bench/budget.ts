@@ -28,15 +28,17 @@
  * session):
  *   1. the built server under callgrind, counting off; WARMUP requests of the target (V8's JIT
  *      tiers up), CONNECTIONS at a time;
- *   2. WINDOWS windows of `requests` requests each, and two empty windows (no request: the two
- *      forced garbage collections of the live heap and callgrind_control's own round trips, taken
- *      out); an API target's window ends only once the request log holds all its rows, and holds
+ *   2. WINDOWS windows of `requests` requests each, and three empty windows (no request: the two
+ *      forced collections of the young generation and callgrind_control's own round trips, taken
+ *      out; the median of three, since the first after the warm-up can hold what the warm-up left,
+ *      once 66,000,000 instructions); an API target's window ends only once the request log holds
+ *      all its rows, and holds
  *      200 requests, the log's batch, so each window writes one batch;
  *   3. per request = median over windows of (window − empty) ÷ requests (÷ 100 more for the batch:
  *      per contact), V8's compilers left out: TurboFan still compiles a function now and then after
  *      thousands of requests, a cost a long-running server pays once, and which lands in one window
  *      or another at random (see instructions.ts).
- * Functions: callgrind's self cost by function, summed over the windows, less the empty windows,
+ * Functions: callgrind's self cost by function, summed over the windows, less the median empty window,
  * per request; JavaScript named through V8's perf map (`--perf-basic-prof`), so a regression in our
  * code shows under its own name rather than as JIT addresses.
  *
@@ -354,17 +356,17 @@ async function measure(target: Target, seeded: Seeded & { env: ServerEnv }): Pro
         `window ${w + 1}: ${Math.round(counted(window) / target.requests / target.per)} per ${target.unit} (raw), compilers ${window.compile}, major GC ${window.majorGc}, ${window.seconds.toFixed(0)} s`,
       );
     }
-    empty.push(await server.windowed(flushed));
+    empty.push(await server.windowed(flushed), await server.windowed(flushed));
     note(`empty windows: ${empty.map((e) => `${counted(e)} (compilers ${e.compile}, major GC ${e.majorGc})`).join(', ')}`);
     const emptySteady = median(empty.map(counted));
     const perUnit = windows.map((w) => (counted(w) - emptySteady) / w.count);
     const majorGc = median(windows.map((w) => (w.majorGc - median(empty.map((e) => e.majorGc))) / w.count));
-    // Functions: the windows summed, less the empty windows' mean, per unit.
+    // Functions: the windows summed, less the median empty window's, per unit.
     const units = windows.reduce((sum, w) => sum + w.count, 0);
     const totals = new Map<string, number>();
     for (const w of windows) for (const [name, cost] of w.functions) totals.set(name, (totals.get(name) ?? 0) + cost);
-    for (const e of empty)
-      for (const [name, cost] of e.functions) totals.set(name, (totals.get(name) ?? 0) - (cost * windows.length) / empty.length);
+    const steadyEmpty = [...empty].sort((a, b) => counted(a) - counted(b))[1]!;
+    for (const [name, cost] of steadyEmpty.functions) totals.set(name, (totals.get(name) ?? 0) - cost * windows.length);
     const functions = Object.fromEntries(
       [...totals]
         .map(([name, cost]) => [name, Math.round(cost / units)] as const)

@@ -11,8 +11,11 @@
  *   (V8 resizes it by wall-clock allocation rate, which a loaded machine lowers) and no
  *   allocation-site pretenuring (decided per process, see NODE_FLAGS);
  * - nothing is counted outside a window (`--instr-atstart=no`); a window is between
- *   `callgrind_control -i on; -z` and `-d; -i off`, with a full garbage collection just before it
- *   (not counted) and one at its end (counted), so that it holds the collection of what it allocated;
+ *   `callgrind_control -i on; -z` and `-d; -i off`, with a collection of the young generation just
+ *   before it (not counted) and one at its end (counted), so that it holds the collection of what it
+ *   allocated (a request's garbage dies young; the old generation's major collections are left out
+ *   of every figure anyway, see `counted`). Not a full collection (`BENCH_GC=full`, as until
+ *   2026-11-28): see EDGE_GC;
  * - a preloaded module stretches setInterval's intervals (the server runs 50–100× slower under
  *   valgrind while timers keep wall-clock time: the request log's batches fill to 200 rows before
  *   its 1 s timer fires, as at full speed).
@@ -187,7 +190,26 @@ export async function stop(proc: ServerProcess, seconds: number): Promise<void> 
   clearTimeout(timer);
 }
 
-/** Loaded into the server (--import): a full garbage collection on SIGUSR2, intervals stretched. */
+/**
+ * The collection at a window's edges: the young generation only (a scavenge), unless `BENCH_GC=full`.
+ *
+ * A full collection forced at the edges (`gc()`, as until 2026-11-28) deoptimized the request path:
+ * V8 holds the objects that optimized code embeds (maps, closures, contexts) weakly, and the first
+ * forced mark-compact after the warm-up cleared them and threw away the optimized code of ~180
+ * functions ("embedded weak objects cleared" under --trace-deopt: parserOnIncoming, Fastify's
+ * handleRequest and hooks, our onRequest, preHandler, handlers, the request log's hook…). The
+ * counted windows then ran those functions in V8's baseline tier (Sparkplug: `JS:^` in the perf
+ * map, each property load a call to `LoadICBaseline`, ~114,000 instructions a create in window 3
+ * alone), and a function called once a request needs 400 calls to reach Maglev and 3,000 to reach
+ * TurboFan again, more than a window's 400 requests. A production server does not see this: under
+ * load (`npm start`, 60,000 creates from two connections, 5 mark-compacts of V8's own) no code was
+ * deoptimized for cleared weak objects after start-up, while a forced `gc()` in the same server,
+ * under load or idle, deoptimized 183 code objects at once (bench/README.md, "The windows'
+ * collections"). A scavenge never clears what optimized code embeds.
+ */
+const EDGE_GC = process.env.BENCH_GC === 'full' ? 'gc()' : "gc({ type: 'minor' })";
+
+/** Loaded into the server (--import): a collection (EDGE_GC) on SIGUSR2, intervals stretched. */
 function writePreload(dir: string, dilation: number): string {
   const file = path.join(dir, 'preload.mjs');
   writeFileSync(
@@ -203,11 +225,11 @@ const setTimeoutAsIs = globalThis.setTimeout;
 const stretched = (ms) => Math.min((ms ?? 0) * dilation, 0x7fffffff);
 globalThis.setInterval = (callback, ms, ...args) => setIntervalAsIs(callback, stretched(ms), ...args);
 globalThis.setTimeout = Object.assign((callback, ms, ...args) => setTimeoutAsIs(callback, stretched(ms), ...args), setTimeoutAsIs);
-// A full collection, then a moment for V8's tasks to finish sweeping what it freed (with
+// The collection, then a moment for V8's tasks to finish sweeping what it freed (with
 // --single-threaded, sweeping is left to tasks and to allocation: otherwise it lands in the next
 // window, or not, at random).
 process.on('SIGUSR2', () => {
-  gc();
+  ${EDGE_GC};
   setTimeoutAsIs(() => process.stdout.write(${JSON.stringify(GC_DONE + '\n')}), 1000);
 });
 `,

@@ -22,7 +22,7 @@ export interface RouteCount {
   perRequest: number;
   windows: number[];
   /**
-   * Self cost by function per request, over all the windows less the empty windows' mean, as
+   * Self cost by function per request, over all the windows less the median empty window's, as
    * bench/budget.ts takes it (a server started with `names`): the same windows in every rung, so
    * that a window holding one of FTS5's large merges weighs alike on both sides of a difference.
    */
@@ -31,7 +31,7 @@ export interface RouteCount {
 
 /**
  * Counts each route in turn on a server started by startCountedScript: its warm-up, an empty
- * window, `windows` windows of its requests, another empty window; per request = (a window − the
+ * window, `windows` windows of its requests, two more empty windows; per request = (a window − the
  * empty windows' median) ÷ requests, the median of the windows. One request at a time, as
  * bench/budget.ts sends them. Each route's requests are numbered from 0.
  */
@@ -61,7 +61,7 @@ export async function countRoutes(
     const empty = [await server.windowed(async () => {})];
     const counts = [];
     for (let i = 0; i < windows; i++) counts.push(await server.windowed(() => load(route.requests)));
-    empty.push(await server.windowed(async () => {}));
+    empty.push(await server.windowed(async () => {}), await server.windowed(async () => {}));
     const fixed = median(empty.map(counted));
     const perWindow = counts.map((w) => (counted(w) - fixed) / route.requests);
     const functions = new Map<string, number>();
@@ -69,7 +69,7 @@ export async function countRoutes(
       for (const [name, cost] of w.functions) functions.set(name, (functions.get(name) ?? 0) + (cost * share) / (windows * route.requests));
     };
     for (const w of counts) add(w, 1);
-    for (const e of empty) add(e, -windows / empty.length);
+    add([...empty].sort((a, b) => counted(a) - counted(b))[1]!, -windows);
     results.set(route.name, { perRequest: median(perWindow), windows: perWindow, functions });
   }
   return results;
