@@ -240,10 +240,10 @@ process.on('SIGUSR2', () => {
 /** A built server counted by callgrind, window by window. */
 export interface CountedServer {
   proc: ServerProcess;
-  /** Counts what the server does while `work` runs, with a full collection at either edge. */
+  /** Counts what the server does while `work` runs, with a collection (EDGE_GC) at either edge. */
   windowed(work: () => Promise<void>): Promise<Window>;
   /**
-   * Runs `work` as a window would (a full collection at either edge) with counting off: a window
+   * Runs `work` as a window would (a collection at either edge) with counting off: a window
    * whose figure is not wanted (the first after the warm-up, always the highest), at a fraction of
    * a counted window's time (valgrind runs uninstrumented code several times faster, and there is
    * no dump to annotate).
