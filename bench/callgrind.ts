@@ -142,8 +142,14 @@ export function functionName(file: string, fn: string, object: string, perf: Per
 const MAJOR_GC_FUNCTION = /MarkCompact|Marking|Sweep|Evacuat|MarkBit|PointersUpdating/;
 
 /**
- * Inclusive cost of major collections: the mark-compact itself, and the sweeping it leaves behind,
- * wherever that is done (lazily when JavaScript allocates, or at the start of the next collection).
+ * Inclusive cost of major collections: the mark-compact itself, the sweeping it leaves behind,
+ * wherever that is done (lazily when JavaScript allocates, or at the start of the next collection),
+ * and the incremental marking before it (its starts and steps, whether a step runs as V8's delayed
+ * task or on an allocation). The marking was counted until 2026-11-28: with the windows bounded by
+ * scavenges the old generation fills until V8 starts a major collection of its own, and a delayed
+ * task of its marking (IncrementalMarkingJob, due at a wall-clock time) took 58–101 M instructions
+ * in whichever window it fell: the first empty window on a quiet machine, create's counted windows
+ * on a loaded one (1,228,215 a request against ~1,080,000).
  */
 async function majorGc(file: string): Promise<number> {
   const { stdout } = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { maxBuffer: 512 * 1024 * 1024 });
@@ -151,7 +157,12 @@ async function majorGc(file: string): Promise<number> {
     const match = new RegExp(`^\\s*([\\d,]+) \\(\\s*[\\d.]+%\\)\\s+\\?\\?\\?:v8::internal::${fn}\\(`, 'm').exec(stdout);
     return match ? Number(match[1]!.replace(/,/g, '')) : 0;
   };
-  return inclusive('Heap::MarkCompact') + inclusive('Sweeper::RawSweep');
+  return (
+    inclusive('Heap::MarkCompact') +
+    inclusive('Sweeper::RawSweep') +
+    inclusive('IncrementalMarking::Start') +
+    inclusive('IncrementalMarking::Step')
+  );
 }
 
 /** Runs callgrind_annotate on a dump: its total, GC and compiler shares, and cost by function. */
