@@ -30,8 +30,9 @@
  *      tiers up), CONNECTIONS at a time;
  *   2. WINDOWS windows of `requests` requests each, and three empty windows (no request: the two
  *      forced collections of the young generation and callgrind_control's own round trips, taken
- *      out; the median of three, since the first after the warm-up can hold what the warm-up left,
- *      once 66,000,000 instructions); an API target's window ends only once the request log holds
+ *      out; the median of three, since the first after the warm-up can hold what the warm-up left:
+ *      66,000,000 instructions once, 5,000,000–7,000,000 since V8's incremental marking is left
+ *      out with its major collection); an API target's window ends only once the request log holds
  *      all its rows, and holds
  *      200 requests, the log's batch, so each window writes one batch;
  *   3. per request = median over windows of (window − empty) ÷ requests (÷ 100 more for the batch:
