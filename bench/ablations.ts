@@ -232,8 +232,8 @@ export const ABLATIONS: Ablation[] = [
     replacements: [
       {
         file: 'src/http/bodyTimeout.ts',
-        find: "    if (!hasBody || raw.complete || typeof socket?.setTimeout !== 'function') {",
-        replace: "    if (hasBody || !hasBody || raw.complete || typeof socket?.setTimeout !== 'function') {",
+        find: "    if (raw.complete || typeof socket?.bytesRead !== 'number') {",
+        replace: "    if (raw || raw.complete || typeof socket?.bytesRead !== 'number') {",
       },
     ],
   },

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
@@ -61,6 +62,44 @@ function send(
       }
       if (!options.stall) req.end();
     })();
+  });
+}
+
+/**
+ * Writes `chunks` on one raw connection, `pauseMs` apart, and resolves with everything the server
+ * sent and when it closed the connection (or null after `waitMs`).
+ */
+function rawExchange(
+  url: string,
+  chunks: string[],
+  pauseMs: number,
+  waitMs: number,
+): Promise<{ text: string; closedAfterMs: number | null }> {
+  const { hostname, port } = new URL(url);
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ text, closedAfterMs: null });
+    }, waitMs);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text, closedAfterMs: Date.now() - started });
+    });
+    socket.on('connect', () => {
+      void (async () => {
+        for (const [i, chunk] of chunks.entries()) {
+          if (i > 0) await sleep(pauseMs);
+          if (socket.destroyed) return;
+          socket.write(chunk);
+        }
+      })();
+    });
   });
 }
 
@@ -188,6 +227,66 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
     expect(sent.headers['content-type']).toContain('text/html');
     expect(sent.body).toContain('The upload stopped');
     expect(sent.closed).toBe(true);
+  });
+
+  it('cuts a body that stalls on a kept-alive connection after a whole request on it', async () => {
+    const host = new URL(env.url).host;
+    const whole = JSON.stringify({ first_name: 'First', email: 'first-on-socket@example.com' });
+    const stalled = JSON.stringify({ first_name: 'Second', email: 'second-on-socket@example.com' });
+    const head = (length: number) =>
+      `POST /api/v1/contacts HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+    const started = Date.now();
+    const { text, closedAfterMs } = await rawExchange(
+      env.url,
+      [head(Buffer.byteLength(whole)) + whole, head(Buffer.byteLength(stalled)) + stalled.slice(0, 8)],
+      500,
+      BOUND_MS + 2_000,
+    );
+    const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+    expect(statuses).toEqual([201, 408]);
+    expect(text).toContain('request_timeout');
+    expect(closedAfterMs).not.toBeNull();
+    // The second body's wait started when it arrived, half a second in: not cut before it idled.
+    expect(closedAfterMs!).toBeGreaterThanOrEqual(500 + IDLE_SECONDS * 1000 - 100);
+    expect(closedAfterMs!).toBeLessThan(BOUND_MS);
+    expect(Date.now() - started).toBeLessThan(BOUND_MS + 2_000);
+    expect(((await (await api('/contacts?email=second-on-socket@example.com')).json()) as { data: unknown[] }).data).toEqual([]);
+  });
+
+  it('cuts many stalled bodies at once, each within the bound, beside slow ones that keep arriving', async () => {
+    const body = (i: number) => JSON.stringify({ first_name: `Crowd ${i}`, email: `crowd-${i}@example.com` });
+    const request = (i: number, length: number) =>
+      `POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
+    const stalled = Array.from({ length: 12 }, (_, i) =>
+      rawExchange(env.url, [request(i, Buffer.byteLength(body(i))) + body(i).slice(0, 5)], 0, BOUND_MS + 2_000),
+    );
+    const slow = Array.from({ length: 3 }, (_, j) => {
+      const i = 100 + j;
+      const text = body(i);
+      const parts = [request(i, Buffer.byteLength(text)), ...text.match(/.{1,8}/g)!];
+      return rawExchange(env.url, parts, 700, 30_000);
+    });
+    for (const { text, closedAfterMs } of await Promise.all(stalled)) {
+      expect(text).toMatch(/^HTTP\/1\.1 408/);
+      expect(closedAfterMs).not.toBeNull();
+      expect(closedAfterMs!).toBeGreaterThanOrEqual(IDLE_SECONDS * 1000 - 100);
+      expect(closedAfterMs!).toBeLessThan(BOUND_MS);
+    }
+    for (const { text } of await Promise.all(slow)) expect(text).toMatch(/^HTTP\/1\.1 201/);
+  });
+
+  it('closes the connection of a body that stalls after its request was already answered (a bad key)', async () => {
+    const { text, closedAfterMs } = await rawExchange(
+      env.url,
+      [
+        'POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer od_live_wrong\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"first',
+      ],
+      0,
+      BOUND_MS + 2_000,
+    );
+    expect(text).toMatch(/^HTTP\/1\.1 401/);
+    expect(closedAfterMs).not.toBeNull();
+    expect(closedAfterMs!).toBeLessThan(BOUND_MS);
   });
 
   it('logs the cuts as information, not as warnings or errors of ours', () => {

@@ -22,6 +22,19 @@ describe('random ids', () => {
     for (const count of counts.values()) expect(Math.abs(count - 2000)).toBeLessThan(300);
   });
 
+  it('makes ids of a prefix, 8 characters of the time in ms (base 62) and 12 random', () => {
+    const before = Date.now();
+    const id = newId('evt');
+    const after = Date.now();
+    expect(id).toMatch(/^evt_[0-9A-Za-z]{20}$/);
+    const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+    const ms = [...id.slice(4, 12)].reduce((n, c) => n * 62 + alphabet.indexOf(c), 0);
+    expect(ms).toBeGreaterThanOrEqual(before);
+    // Ids only grow within a process: a test file before this one in the same worker may have
+    // made ids under a clock set ahead, whose time this one's then counts on from.
+    expect(ms - after).toBeLessThan(7 * 86_400_000);
+  });
+
   it('makes ids that grow within a process', () => {
     const ids = Array.from({ length: 1000 }, () => newId('con'));
     expect([...ids].sort()).toEqual(ids);

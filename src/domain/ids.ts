@@ -57,28 +57,63 @@ const TIME_CHARS = 8; // 62^8 ms ≈ 6,900 years
 const RANDOM_CHARS = 12; // ≈ 71 bits
 let lastTime = -1;
 let lastTimeText = '';
-let lastRandom: number[] = [];
+/** The random part of the last id, as digits 0–61. */
+const lastRandom = new Array<number>(RANDOM_CHARS).fill(0);
+const timeDigits = new Array<number>(TIME_CHARS).fill(0);
 
-function encode(n: number, width: number): string {
-  let out = '';
-  for (let i = 0; i < width; i++) {
-    out = ALPHABET[n % 62] + out;
-    n = Math.floor(n / 62);
+/** A time in ms as TIME_CHARS base-62 characters, the most significant first. */
+function timeText(ms: number): string {
+  for (let i = TIME_CHARS - 1; i >= 0; i--) {
+    timeDigits[i] = ms % 62;
+    ms = Math.floor(ms / 62);
   }
-  return out;
+  const d = timeDigits;
+  return String.fromCharCode(
+    CODES[d[0]!]!,
+    CODES[d[1]!]!,
+    CODES[d[2]!]!,
+    CODES[d[3]!]!,
+    CODES[d[4]!]!,
+    CODES[d[5]!]!,
+    CODES[d[6]!]!,
+    CODES[d[7]!]!,
+  );
+}
+
+/** The random part's text: one string made from its twelve character codes. */
+function randomText(d: readonly number[]): string {
+  return String.fromCharCode(
+    CODES[d[0]!]!,
+    CODES[d[1]!]!,
+    CODES[d[2]!]!,
+    CODES[d[3]!]!,
+    CODES[d[4]!]!,
+    CODES[d[5]!]!,
+    CODES[d[6]!]!,
+    CODES[d[7]!]!,
+    CODES[d[8]!]!,
+    CODES[d[9]!]!,
+    CODES[d[10]!]!,
+    CODES[d[11]!]!,
+  );
 }
 
 /**
  * Opaque identifiers with a type prefix, e.g. `con_0Q8fK2mN…`: 8 characters of time then 12
  * random, like a ULID. Within one process ids only grow, so records made in the same millisecond
- * still list in the order they were made (lists order by created_at, then id).
+ * still list in the order they were made (lists order by created_at, then id). The random part is
+ * written with one fixed-argument `String.fromCharCode`, not an array spread into it (a keyed
+ * create makes three ids: contact, event, request; issue 46).
  */
 export function newId(prefix: IdPrefix): string {
   const now = Date.now();
   if (now > lastTime) {
     lastTime = now;
-    lastTimeText = encode(now, TIME_CHARS);
-    lastRandom = randomDigits(RANDOM_CHARS);
+    lastTimeText = timeText(now);
+    for (let i = 0; i < RANDOM_CHARS;) {
+      const byte = randomByte();
+      if (byte < 248) lastRandom[i++] = byte % 62;
+    }
   } else {
     // Same millisecond (or the clock stepped back): count up from the previous id.
     for (let i = RANDOM_CHARS - 1; i >= 0; i--) {
@@ -86,7 +121,7 @@ export function newId(prefix: IdPrefix): string {
       if (lastRandom[i] !== 0) break;
     }
   }
-  return `${prefix}_${lastTimeText}${textOf(lastRandom)}`;
+  return `${prefix}_${lastTimeText}${randomText(lastRandom)}`;
 }
 
 /** Whether `value` looks like an id of this kind; lets a lookup skip the database for garbage. */
