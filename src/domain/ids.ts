@@ -59,25 +59,15 @@ let lastTime = -1;
 let lastTimeText = '';
 /** The random part of the last id, as digits 0–61. */
 const lastRandom = new Array<number>(RANDOM_CHARS).fill(0);
-const timeDigits = new Array<number>(TIME_CHARS).fill(0);
 
-/** A time in ms as TIME_CHARS base-62 characters, the most significant first. */
+/** A time in ms as TIME_CHARS base-62 characters, the most significant first (once a millisecond). */
 function timeText(ms: number): string {
-  for (let i = TIME_CHARS - 1; i >= 0; i--) {
-    timeDigits[i] = ms % 62;
+  let out = '';
+  for (let i = 0; i < TIME_CHARS; i++) {
+    out = ALPHABET[ms % 62]! + out;
     ms = Math.floor(ms / 62);
   }
-  const d = timeDigits;
-  return String.fromCharCode(
-    CODES[d[0]!]!,
-    CODES[d[1]!]!,
-    CODES[d[2]!]!,
-    CODES[d[3]!]!,
-    CODES[d[4]!]!,
-    CODES[d[5]!]!,
-    CODES[d[6]!]!,
-    CODES[d[7]!]!,
-  );
+  return out;
 }
 
 /** The random part's text: one string made from its twelve character codes. */
