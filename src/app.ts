@@ -122,6 +122,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // get the same problem document and Request-Id as every other error.
     frameworkErrors: (error, request, reply) => {
       reply.header('request-id', request.id);
+      // Refused before the hooks run (cutStalledBodies' among them): a body still arriving would
+      // hold the connection, read for nobody, until the keep-alive timeout. Closed after the answer.
+      if (!request.raw.complete) reply.header('connection', 'close');
       if (request.url.length > MAX_URL_BYTES) {
         void sendProblem(request, reply, config.docsUrl, 414, 'uri_too_long', `The URL is longer than ${MAX_URL_BYTES} bytes.`);
         return;

@@ -289,6 +289,52 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
     expect(closedAfterMs!).toBeLessThan(BOUND_MS);
   });
 
+  it('closes, within the idle timeout, a connection whose body keeps trickling after its request was answered (no second answer)', async () => {
+    const head =
+      'POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer od_live_wrong\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n';
+    // A byte every 400 ms: never idle for the timeout, and a body nobody will read.
+    const { text, closedAfterMs } = await rawExchange(env.url, [head, ...'{"first_name":"Trickle"}'.split('')], 400, BOUND_MS + 4_000);
+    expect(text).toMatch(/^HTTP\/1\.1 401/);
+    expect([...text.matchAll(/HTTP\/1\.1 \d{3} /g)]).toHaveLength(1);
+    expect(closedAfterMs).not.toBeNull();
+    expect(closedAfterMs!).toBeGreaterThanOrEqual(IDLE_SECONDS * 1000 - 100);
+    expect(closedAfterMs!).toBeLessThan(BOUND_MS);
+  });
+
+  it('closes the connection of a body that stalls after a URL refused before routing (400)', async () => {
+    const { text, closedAfterMs } = await rawExchange(
+      env.url,
+      [
+        `POST /api/v1/%zz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"f`,
+      ],
+      0,
+      BOUND_MS + 2_000,
+    );
+    expect(text).toMatch(/^HTTP\/1\.1 400/);
+    expect(text).toContain('invalid_request');
+    expect(closedAfterMs).not.toBeNull();
+    expect(closedAfterMs!).toBeLessThan(BOUND_MS);
+  });
+
+  it('takes a client that closes mid-body for what it is: no warning of a lost database', async () => {
+    const body = JSON.stringify({ first_name: 'Gone', email: 'gone@example.com' });
+    const socket = net.connect(Number(new URL(env.url).port), new URL(env.url).hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(
+      `POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 6)}`,
+    );
+    await sleep(300);
+    socket.destroy();
+    await sleep(500);
+    expect(((await (await api('/contacts?email=gone@example.com')).json()) as { data: unknown[] }).data).toEqual([]);
+    // The last test reads the whole output: a warning here would fail it too.
+    const warned = server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{') && line.includes('database connection lost'));
+    expect(warned).toEqual([]);
+  });
+
   it('logs the cuts as information, not as warnings or errors of ours', () => {
     const lines = server
       .output()

@@ -21,6 +21,8 @@ interface Reading {
   reply: FastifyReply | null;
   bytes: number;
   movedAt: number;
+  /** When a tick first saw the request answered with its body still arriving (0: not yet). */
+  answeredAt: number;
 }
 
 const READING = Symbol('orgdata.reading');
@@ -30,9 +32,9 @@ type WatchedSocket = Socket & { [READING]?: Reading };
  * An idle timeout between the bytes of a request body (nginx's client_body_timeout): a body that
  * stops arriving for `seconds` is answered 408 `request_timeout` and its connection closed, rather
  * than holding the connection (and a handler waiting on the body) until REQUEST_TIMEOUT_SECONDS
- * cut it. A slow body that keeps arriving is not cut: every byte starts the wait again. So is a
- * body that stalls after its request was answered without it (a bad key, a full quota): its
- * connection is closed.
+ * cut it. A slow body that keeps arriving is not cut: every byte starts the wait again. A body
+ * still arriving after its request was answered without it (a bad key, a full quota) has its
+ * connection closed `seconds` after the answer, stalled or trickling.
  *
  * One timer for all connections, not one a request: a request with a body is noted on its socket
  * when it arrives (three stores into an object the connection keeps); a tick every quarter of the
@@ -76,6 +78,17 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): void {
         state.request = state.reply = null;
         continue;
       }
+      // Answered before its body had all arrived (a bad key, a refusal): the rest is read only to
+      // be thrown away, so it gets the timeout once, however it trickles (Node's request timeout
+      // would otherwise answer it a second time).
+      if (reply.sent || reply.raw.headersSent) {
+        if (state.answeredAt === 0) state.answeredAt = now;
+        else if (now - state.answeredAt >= idleMs) {
+          state.request = state.reply = null;
+          cut(socket, request, reply);
+          continue;
+        }
+      }
       const bytes = socket.bytesRead;
       if (state.movedAt === 0 || bytes !== state.bytes) {
         // Its wait starts when a tick first sees it, or sees it move: a body is never cut early.
@@ -110,13 +123,14 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): void {
     }
     const state = socket[READING];
     if (state === undefined) {
-      socket[READING] = { request, reply, bytes: 0, movedAt: 0 };
+      socket[READING] = { request, reply, bytes: 0, movedAt: 0, answeredAt: 0 };
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     } else {
       state.request = request;
       state.reply = reply;
       state.movedAt = 0;
+      state.answeredAt = 0;
     }
     timer ??= setInterval(tick, tickMs).unref();
     done();

@@ -103,6 +103,13 @@ export function errorHandler(docsUrl: string) {
         'Other requests were changing the same records at the same moment; nothing was changed. Retry shortly.',
       );
     }
+    if (!request.raw.complete && request.raw.socket?.destroyed === true) {
+      // The client closed its connection before its body had all arrived (Node's `aborted`,
+      // ECONNRESET, as a lost database connection would be coded): nobody reads this answer, and
+      // it says nothing of the database.
+      request.log.info({ err: error }, 'the client closed the connection before its body had all arrived');
+      return sendProblem(request, reply, docsUrl, 400, 'invalid_request', 'The connection closed before the request body had all arrived.');
+    }
     if (isConnectionLost(error)) {
       // PostgreSQL is unreachable or dropped the connection mid-request: a transaction that had
       // not committed was rolled back with it. Only a COMMIT lost in flight leaves the outcome
