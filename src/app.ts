@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import { sqliteConnectionOf, type Db } from './db/database.js';
@@ -81,6 +81,8 @@ const trustHops = (hops: number) => (_address: string, hop: number) => hop < hop
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
+  // Set once the app exists (cutStalledBodies), for frameworkErrors, which runs before any hook.
+  const late: { watchBody?: (request: FastifyRequest, reply: FastifyReply) => void } = {};
   const app = Fastify({
     logger:
       deps.logger === false
@@ -122,9 +124,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // get the same problem document and Request-Id as every other error.
     frameworkErrors: (error, request, reply) => {
       reply.header('request-id', request.id);
-      // Refused before the hooks run (cutStalledBodies' among them): a body still arriving would
-      // hold the connection, read for nobody, until the keep-alive timeout. Closed after the answer.
-      if (!request.raw.complete) reply.header('connection', 'close');
+      // Refused before the hooks run: its body, if one is still arriving, is watched as any answered
+      // request's is (closed BODY_IDLE_TIMEOUT_SECONDS after the answer), not held to the keep-alive timeout.
+      late.watchBody?.(request, reply);
       if (request.url.length > MAX_URL_BYTES) {
         void sendProblem(request, reply, config.docsUrl, 414, 'uri_too_long', `The URL is longer than ${MAX_URL_BYTES} bytes.`);
         return;
@@ -173,7 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   useStrictJson(app);
   const shutdown = deps.shutdown ?? new ShutdownState();
   closeConnectionsWhenShuttingDown(app, shutdown);
-  cutStalledBodies(app, config.bodyIdleTimeoutSeconds);
+  late.watchBody = cutStalledBodies(app, config.bodyIdleTimeoutSeconds);
 
   const methodNotAllowed = checkEveryRequest(app, config.docsUrl);
 

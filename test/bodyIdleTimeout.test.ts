@@ -316,6 +316,21 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
     expect(closedAfterMs!).toBeLessThan(BOUND_MS);
   });
 
+  it('keeps the connection of a whole request refused before routing: the next request on it is answered', async () => {
+    const body = '{"first_name":"x"}';
+    const { text } = await rawExchange(
+      env.url,
+      [
+        'GET /api/v1/contacts/%zz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n' +
+          `POST /api/v1/%zz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+          'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      ],
+      0,
+      BOUND_MS,
+    );
+    expect([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))).toEqual([400, 200, 400, 200]);
+  });
+
   it('takes a client that closes mid-body for what it is: no warning of a lost database', async () => {
     const body = JSON.stringify({ first_name: 'Gone', email: 'gone@example.com' });
     const socket = net.connect(Number(new URL(env.url).port), new URL(env.url).hostname);

@@ -46,9 +46,10 @@ type WatchedSocket = Socket & { [READING]?: Reading };
  * create (bench/README.md, `stalled-bodies`), and Node moves that timeout to the keep-alive one
  * once the request is answered, body or not. A connection holds at most its latest request, and
  * only until the next tick sees it whole; the timer runs only while some body is arriving, and
- * never keeps the process up.
+ * never keeps the process up. Returns the noting itself, for answers made before any hook runs
+ * (app.ts's frameworkErrors: a URL refused before routing).
  */
-export function cutStalledBodies(app: FastifyInstance, seconds: number): void {
+export function cutStalledBodies(app: FastifyInstance, seconds: number): (request: FastifyRequest, reply: FastifyReply) => void {
   const idleMs = seconds * 1000;
   const tickMs = Math.max(50, Math.min(1000, Math.floor(idleMs / 4)));
   /** Connections that have had a request with a body, until they close. */
@@ -107,20 +108,14 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): void {
     }
   };
 
-  // A callback hook: an async one would cost every request a promise and a microtask turn.
-  app.addHook('onRequest', (request, reply, done) => {
+  /** Notes a request whose body is still arriving on its connection (nothing for the others). */
+  const watch = (request: FastifyRequest, reply: FastifyReply): void => {
     const raw = request.raw;
     const socket = raw.socket as WatchedSocket | undefined;
     // Requests injected in-process (tests, app.inject) have a stand-in socket that counts no bytes.
-    if (raw.complete || typeof socket?.bytesRead !== 'number') {
-      done();
-      return;
-    }
+    if (raw.complete || typeof socket?.bytesRead !== 'number') return;
     const headers = raw.headers;
-    if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) {
-      done();
-      return;
-    }
+    if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return;
     const state = socket[READING];
     if (state === undefined) {
       socket[READING] = { request, reply, bytes: 0, movedAt: 0, answeredAt: 0 };
@@ -133,6 +128,11 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): void {
       state.answeredAt = 0;
     }
     timer ??= setInterval(tick, tickMs).unref();
+  };
+
+  // A callback hook: an async one would cost every request a promise and a microtask turn.
+  app.addHook('onRequest', (request, reply, done) => {
+    watch(request, reply);
     done();
   });
   app.addHook('onClose', (_app, done) => {
@@ -140,4 +140,5 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): void {
     timer = undefined;
     done();
   });
+  return watch;
 }

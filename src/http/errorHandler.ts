@@ -20,6 +20,16 @@ export function problemOf(error: ServiceError, docsUrl: string, requestId: strin
   return problemBody(docsUrl, statusOf(error), error.code, error.message, requestId, extra);
 }
 
+/**
+ * Node's error for a request whose client closed the connection before its body had all arrived
+ * (the request stream's `aborted`, ECONNRESET): matched on the error itself, never on the client's
+ * state, so that a real failure met while a body was arriving (a lost database connection in a
+ * hook, a bug) is reported as what it is even when the client then went away.
+ */
+export function isClientAbort(error: unknown): boolean {
+  return error instanceof Error && (error as { code?: unknown }).code === 'ECONNRESET' && error.message === 'aborted';
+}
+
 export function errorHandler(docsUrl: string) {
   return function handle(error: FastifyError | ServiceError | Error, request: FastifyRequest, reply: FastifyReply) {
     if (error instanceof ServiceError) {
@@ -103,10 +113,9 @@ export function errorHandler(docsUrl: string) {
         'Other requests were changing the same records at the same moment; nothing was changed. Retry shortly.',
       );
     }
-    if (!request.raw.complete && request.raw.socket?.destroyed === true) {
-      // The client closed its connection before its body had all arrived (Node's `aborted`,
-      // ECONNRESET, as a lost database connection would be coded): nobody reads this answer, and
-      // it says nothing of the database.
+    if (isClientAbort(error)) {
+      // The client closed its connection before its body had all arrived: nobody reads this
+      // answer, and it says nothing of the database (whose lost connections are ECONNRESET too).
       request.log.info({ err: error }, 'the client closed the connection before its body had all arrived');
       return sendProblem(request, reply, docsUrl, 400, 'invalid_request', 'The connection closed before the request body had all arrived.');
     }
