@@ -232,8 +232,8 @@ export const ABLATIONS: Ablation[] = [
     replacements: [
       {
         file: 'src/http/bodyTimeout.ts',
-        find: "    if (raw.complete || typeof socket?.bytesRead !== 'number') {",
-        replace: "    if (raw || raw.complete || typeof socket?.bytesRead !== 'number') {",
+        find: "    if (raw.complete || typeof socket?.bytesRead !== 'number') return;",
+        replace: "    if (raw || raw.complete || typeof socket?.bytesRead !== 'number') return;",
       },
     ],
   },
