@@ -40,7 +40,10 @@ type WatchedSocket = Socket & { [READING]?: Reading };
  * when it arrives (three stores into an object the connection keeps); a tick every quarter of the
  * timeout (at most a second) forgets the requests whose body has all arrived and, for the others,
  * compares the bytes their socket has read with the last tick's. A body is cut at the first tick
- * that finds its socket unmoved for `seconds`: never before, at most two ticks after. Node has a
+ * that finds its socket unmoved for `seconds`: never before, at most two ticks after. Time the
+ * server itself is not reading does not count: while the request's buffer is full (nobody takes the
+ * body yet, or its consumer is slower than the client) and across a tick that ran late (the process
+ * paused, the event loop blocked), the wait starts again. Node has a
  * socket inactivity timeout, but arming and disarming it (two `setTimeout`s on the socket, two
  * listeners on the request) cost every request with a body about 11,000 instructions, 1 % of a
  * create (bench/README.md, `stalled-bodies`), and Node moves that timeout to the keep-alive one
@@ -68,8 +71,16 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
     reply.send(bodyIdleTimeoutError(seconds));
   };
 
+  /** When the last tick ran (or the timer started). */
+  let lastTick = 0;
+
   const tick = () => {
     const now = Date.now();
+    // A tick far behind its time (the process was paused, its event loop blocked): what the clients
+    // sent meanwhile may still wait in the kernel, unread, so every wait starts again rather than
+    // blame them for the server's absence.
+    const behind = now - lastTick > 2 * tickMs;
+    lastTick = now;
     let reading = 0;
     for (const socket of sockets) {
       const state = socket[READING]!;
@@ -91,7 +102,12 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
         }
       }
       const bytes = socket.bytesRead;
-      if (state.movedAt === 0 || bytes !== state.bytes) {
+      // Node stops reading a socket once the request's buffer is full and nobody takes from it (a
+      // hook waiting on the database, a consumer slower than the client): the bytes then wait in the
+      // kernel. The server is not reading, the client is not stalling: no wait runs meanwhile (Node's
+      // request timeout still bounds the request).
+      const held = request.raw.readableLength >= request.raw.readableHighWaterMark;
+      if (state.movedAt === 0 || bytes !== state.bytes || held || behind) {
         // Its wait starts when a tick first sees it, or sees it move: a body is never cut early.
         state.bytes = bytes;
         state.movedAt = now;
@@ -127,7 +143,10 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
       state.movedAt = 0;
       state.answeredAt = 0;
     }
-    timer ??= setInterval(tick, tickMs).unref();
+    if (timer === undefined) {
+      lastTick = Date.now();
+      timer = setInterval(tick, tickMs).unref();
+    }
   };
 
   // A callback hook: an async one would cost every request a promise and a microtask turn.

@@ -21,8 +21,9 @@ export function problemOf(error: ServiceError, docsUrl: string, requestId: strin
 }
 
 /**
- * Node's error for a request whose client closed the connection before its body had all arrived
- * (the request stream's `aborted`, ECONNRESET): matched on the error itself, never on the client's
+ * Node's error for a request whose connection closed before its body had all arrived (the request
+ * stream's `aborted`, ECONNRESET; the client's doing, or a timeout's of the server's own, which
+ * answered first): matched on the error itself, never on the client's
  * state, so that a real failure met while a body was arriving (a lost database connection in a
  * hook, a bug) is reported as what it is even when the client then went away.
  */
@@ -114,9 +115,13 @@ export function errorHandler(docsUrl: string) {
       );
     }
     if (isClientAbort(error)) {
-      // The client closed its connection before its body had all arrived: nobody reads this
-      // answer, and it says nothing of the database (whose lost connections are ECONNRESET too).
-      request.log.info({ err: error }, 'the client closed the connection before its body had all arrived');
+      // The connection closed before its body had all arrived: nobody reads this answer, and it says
+      // nothing of the database (whose lost connections are ECONNRESET too). Node raises the same
+      // error whoever closed it: the client, or a timeout of the server's that answered 408 first.
+      request.log.info(
+        { err: error },
+        'the connection closed before the request body had all arrived (the client left, or a timeout closed it)',
+      );
       return sendProblem(request, reply, docsUrl, 400, 'invalid_request', 'The connection closed before the request body had all arrived.');
     }
     if (isConnectionLost(error)) {

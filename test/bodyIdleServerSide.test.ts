@@ -1,0 +1,135 @@
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+
+/**
+ * The body timer (src/http/bodyTimeout.ts) cuts a body whose client stopped sending, told by the
+ * socket's bytes read not moving. Node stops reading a socket itself when the server is not taking
+ * the body (a hook waiting on the database, a consumer applying backpressure) and reads nothing
+ * while the process is paused: the bytes then wait in the kernel, unread, through no fault of the
+ * client's. Neither may be answered 408 "send it again" (found by a hostile review: both were).
+ * A real server process on PostgreSQL (a lock held from another connection keeps the authenticating
+ * hook waiting), BODY_IDLE_TIMEOUT_SECONDS=1.
+ */
+const IDLE_SECONDS = 1;
+const DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+/** A batch of 100 valid creates, about 700 KB: far more than a request's buffer holds unread. */
+function bigBatch(tag: string): string {
+  return JSON.stringify({
+    mode: 'create',
+    contacts: Array.from({ length: 100 }, (_, i) => ({ first_name: 'Held', email: `${tag}-${i}@example.com`, notes: 'n'.repeat(7000) })),
+  });
+}
+
+/**
+ * Sends a POST of `body` on a raw connection, in `chunk`-byte parts `pauseMs` apart (all at once
+ * with 0), and resolves with the status line once the answer's head has arrived.
+ */
+function post(
+  url: string,
+  path: string,
+  key: string,
+  body: string,
+  chunk: number,
+  pauseMs: number,
+): Promise<{ status: number; text: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    let text = '';
+    socket.setEncoding('utf8');
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer within 30 s: ${text}`));
+    }, 30_000);
+    const done = () => {
+      const match = /^HTTP\/1\.1 (\d{3})/.exec(text);
+      if (!match || !text.includes('\r\n\r\n')) return;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ status: Number(match[1]), text });
+    };
+    socket.on('data', (data: string) => {
+      text += data;
+      done();
+    });
+    socket.on('error', reject);
+    socket.on('connect', () => {
+      socket.write(
+        `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`,
+      );
+      void (async () => {
+        const bytes = Buffer.from(body);
+        for (let start = 0; start < bytes.length && !socket.destroyed; start += chunk) {
+          socket.write(bytes.subarray(start, start + chunk));
+          if (pauseMs > 0) await sleep(pauseMs);
+        }
+      })();
+    });
+  });
+}
+
+describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the client stalling', { timeout: 120_000 }, () => {
+  let env: ServerEnv;
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    env = await serverEnv('postgres', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) });
+    server = await startServerProcess(env);
+  }, 120_000);
+  afterAll(async () => {
+    server?.child.kill('SIGCONT');
+    server?.child.kill('SIGKILL');
+    await server?.exited;
+    await env?.dispose();
+  });
+
+  it('waits for a hook held by the database (the whole body sent), then answers the request', async () => {
+    // A key the server has never seen: its hook reads api_keys, which another connection holds locked
+    // for three times the idle timeout (below the statement timeout, so the request can succeed).
+    const { key } = await orgWithKey(env.env);
+    const locker = new pg.Client({ connectionString: env.env.DATABASE_URL });
+    await locker.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table api_keys in access exclusive mode');
+      const answer = post(env.url, '/api/v1/contacts/batch', key, bigBatch(`held-${Date.now()}`), 1 << 20, 0);
+      await sleep(IDLE_SECONDS * 3000);
+      await locker.query('commit');
+      const { status, text } = await answer;
+      expect(status, text.slice(0, 400)).toBe(200);
+    } finally {
+      await locker.end();
+    }
+  });
+
+  it('does not cut a body that kept arriving while the server process was paused', async () => {
+    const { key } = await orgWithKey(env.env);
+    // Other clients keep the server busy, so that it is stopped in the middle of its work rather than
+    // waiting for input: on waking it then runs its due timers before it reads what arrived.
+    let loading = true;
+    const load = Array.from({ length: 3 }, async () => {
+      while (loading)
+        await fetch(`${env.url}/api/v1/contacts?limit=100`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.arrayBuffer());
+    });
+    try {
+      // 16 KiB every 150 ms for about seven seconds; the server is stopped three times for 1.8 idle
+      // timeouts (each a chance to be caught busy: the old timer cut at one of them, most runs).
+      const answer = post(env.url, '/api/v1/contacts/batch', key, bigBatch(`paused-${Date.now()}`), 16_384, 150);
+      for (let pause = 0; pause < 3; pause++) {
+        await sleep(300);
+        server.child.kill('SIGSTOP');
+        await sleep(IDLE_SECONDS * 1800);
+        server.child.kill('SIGCONT');
+      }
+      const { status, text } = await answer;
+      expect(status, text.slice(0, 400)).toBe(200);
+    } finally {
+      loading = false;
+      await Promise.all(load);
+    }
+  });
+});
