@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { isoAt, newId, nowIso, randomBase62 } from '../src/domain/ids.js';
 
 describe('random ids', () => {
@@ -33,6 +33,27 @@ describe('random ids', () => {
     // Ids only grow within a process: a test file before this one in the same worker may have
     // made ids under a clock set ahead, whose time this one's then counts on from.
     expect(ms - after).toBeLessThan(7 * 86_400_000);
+  });
+
+  it('writes the time of each new millisecond in its eight characters, every digit (a clock that moves at every id)', () => {
+    const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+    const decode = (id: string) => [...id.slice(4, 12)].reduce((n, c) => n * 62 + alphabet.indexOf(c), 0);
+    // Ahead of any id made before in this worker (ids only grow), then steps that turn every digit.
+    const start = Date.now() + 86_400_000;
+    const steps = [1, 61, 62, 63, 3843, 3844, 238_327, 14_776_335, 916_132_831];
+    const now = vi.spyOn(Date, 'now');
+    try {
+      let at = start;
+      for (const step of [0, ...steps, ...steps]) {
+        at += step;
+        now.mockReturnValue(at);
+        const id = newId('con');
+        expect(id).toMatch(/^con_[0-9A-Za-z]{20}$/);
+        expect(decode(id)).toBe(at);
+      }
+    } finally {
+      now.mockRestore();
+    }
   });
 
   it('makes ids that grow within a process', () => {
