@@ -26,7 +26,8 @@ function bigBatch(tag: string): string {
 
 /**
  * Sends a POST of `body` on a raw connection, in `chunk`-byte parts `pauseMs` apart (all at once
- * with 0), and resolves with the status line once the answer's head has arrived.
+ * with 0), and resolves with the status line once the answer's head has arrived. With `stopAt`,
+ * only that many bytes of the body are sent, then nothing (a stalled client).
  */
 function post(
   url: string,
@@ -35,6 +36,7 @@ function post(
   body: string,
   chunk: number,
   pauseMs: number,
+  stopAt = Infinity,
 ): Promise<{ status: number; text: string }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
@@ -63,8 +65,9 @@ function post(
       );
       void (async () => {
         const bytes = Buffer.from(body);
-        for (let start = 0; start < bytes.length && !socket.destroyed; start += chunk) {
-          socket.write(bytes.subarray(start, start + chunk));
+        const end = Math.min(bytes.length, stopAt);
+        for (let start = 0; start < end && !socket.destroyed; start += chunk) {
+          socket.write(bytes.subarray(start, Math.min(start + chunk, end)));
           if (pauseMs > 0) await sleep(pauseMs);
         }
       })();
@@ -131,5 +134,31 @@ describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the clie
       loading = false;
       await Promise.all(load);
     }
+  });
+
+  it('still cuts a stalled body while the process keeps running late', async () => {
+    // A hostile review's find: a tick that ran late restarted every body's wait, so anyone able to
+    // block the event loop once a timeout (bursts of cheap unauthenticated requests did it, no key
+    // needed) kept every stalled body open until REQUEST_TIMEOUT_SECONDS. A stop of the process is
+    // what a blocked loop is to the timer (its next tick runs late), without depending on this
+    // machine's speed. Half a body, then nothing; the server is stopped for 0.7 idle timeouts (over
+    // two of the timer's ticks) every idle timeout, twelve times.
+    const { key } = await orgWithKey(env.env);
+    const body = bigBatch(`stalled-${Date.now()}`);
+    const answer = post(env.url, '/api/v1/contacts/batch', key, body, 1 << 20, 0, 4096);
+    let settled: { status: number; text: string } | undefined;
+    void answer.then(
+      (a) => (settled = a),
+      () => undefined,
+    );
+    for (let stop = 0; stop < 12 && settled === undefined; stop++) {
+      await sleep(IDLE_SECONDS * 300);
+      server.child.kill('SIGSTOP');
+      await sleep(IDLE_SECONDS * 700);
+      server.child.kill('SIGCONT');
+    }
+    // Cut while the stops went on (the old timer: never, all twelve).
+    expect(settled, 'the stalled body was still open after twelve late ticks').toBeDefined();
+    expect(settled!.status, settled!.text.slice(0, 400)).toBe(408);
   });
 });

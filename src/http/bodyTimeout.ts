@@ -14,13 +14,14 @@ export function bodyIdleTimeoutError(seconds: number): Error {
 /**
  * The request with a body a connection is reading now, kept on its socket (one object a
  * connection, reused by its next request): the bytes the socket had read at the last tick, and
- * when they last moved (0 until a tick has seen the request).
+ * how long the ticks since they last moved have counted the body idle (-1 until a tick has seen
+ * the request).
  */
 interface Reading {
   request: FastifyRequest | null;
   reply: FastifyReply | null;
   bytes: number;
-  movedAt: number;
+  idle: number;
   /** When a tick first saw the request answered with its body still arriving (0: not yet). */
   answeredAt: number;
 }
@@ -39,11 +40,16 @@ type WatchedSocket = Socket & { [READING]?: Reading };
  * One timer for all connections, not one a request: a request with a body is noted on its socket
  * when it arrives (three stores into an object the connection keeps); a tick every quarter of the
  * timeout (at most a second) forgets the requests whose body has all arrived and, for the others,
- * compares the bytes their socket has read with the last tick's. A body is cut at the first tick
- * that finds its socket unmoved for `seconds`: never before, at most two ticks after. Time the
- * server itself is not reading does not count: while the request's buffer is full (nobody takes the
- * body yet, or its consumer is slower than the client) and across a tick that ran late (the process
- * paused, the event loop blocked), the wait starts again. Node has a
+ * compares the bytes their socket has read with the last tick's: each tick that finds them unmoved
+ * adds the time since the last tick to the body's idle time, and a body is cut once that reaches
+ * `seconds`: never before, at most two ticks after on a loop that keeps time. Time the server
+ * itself is not reading does not count: while the request's buffer is full (nobody takes the body
+ * yet, or its consumer is slower than the client) the body is not idle. A tick that ran late (the
+ * process paused, the event loop blocked) adds one interval, not the time it was away, and cannot
+ * cut a body with it: what the client sent meanwhile may still wait in the kernel, unread. It does
+ * not throw away idle time already counted either: a client that blocks the loop once a timeout
+ * (bursts of cheap requests) delays a cut by at most a tick a block, and a loop late at every tick
+ * still cuts a stalled body one tick after `seconds` of ticks. Node has a
  * socket inactivity timeout, but arming and disarming it (two `setTimeout`s on the socket, two
  * listeners on the request) cost every request with a body about 11,000 instructions, 1 % of a
  * create (bench/README.md, `stalled-bodies`), and Node moves that timeout to the keep-alive one
@@ -77,9 +83,11 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
   const tick = () => {
     const now = Date.now();
     // A tick far behind its time (the process was paused, its event loop blocked): what the clients
-    // sent meanwhile may still wait in the kernel, unread, so every wait starts again rather than
-    // blame them for the server's absence.
-    const behind = now - lastTick > 2 * tickMs;
+    // sent meanwhile may still wait in the kernel, unread, so the time away counts as one interval,
+    // added after the check (a late tick never cuts with its own time). It is process-wide and a
+    // client can cause it: it must never restart a wait (a hostile review's find: it did).
+    const elapsed = now - lastTick;
+    const behind = elapsed > 2 * tickMs;
     lastTick = now;
     let reading = 0;
     for (const socket of sockets) {
@@ -107,14 +115,16 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
       // kernel. The server is not reading, the client is not stalling: no wait runs meanwhile (Node's
       // request timeout still bounds the request).
       const held = request.raw.readableLength >= request.raw.readableHighWaterMark;
-      if (state.movedAt === 0 || bytes !== state.bytes || held || behind) {
+      if (state.idle < 0 || bytes !== state.bytes || held) {
         // Its wait starts when a tick first sees it, or sees it move: a body is never cut early.
         state.bytes = bytes;
-        state.movedAt = now;
-      } else if (now - state.movedAt >= idleMs) {
+        state.idle = 0;
+      } else if (state.idle + (behind ? 0 : elapsed) >= idleMs) {
         state.request = state.reply = null;
         cut(socket, request, reply);
         continue;
+      } else {
+        state.idle += behind ? tickMs : elapsed;
       }
       reading++;
     }
@@ -134,13 +144,13 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
     if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return;
     const state = socket[READING];
     if (state === undefined) {
-      socket[READING] = { request, reply, bytes: 0, movedAt: 0, answeredAt: 0 };
+      socket[READING] = { request, reply, bytes: 0, idle: -1, answeredAt: 0 };
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     } else {
       state.request = request;
       state.reply = reply;
-      state.movedAt = 0;
+      state.idle = -1;
       state.answeredAt = 0;
     }
     if (timer === undefined) {
