@@ -14,7 +14,7 @@
  * - create, batch-upsert (per contact): bare Fastify `POST /contacts` / `POST /contacts/batch`
  *   parsing the same JSON body and answering the same JSON, plus exactly the writes the request
  *   makes, in one transaction, replayed by better-sqlite3 in a bare loop (bench/floorWrites.ts),
- *   recorded after bench:check's own warm-up (WARMUP) and counted as bench:check counts (WINDOWED:
+ *   recorded over bench:check's own windows (WARMUP) and counted as bench:check counts (WINDOWED:
  *   the median window); also printed part by part (a mean over REPLAY's requests).
  * - The bare app runs under callgrind, counted in windows as bench:check counts orgdata
  *   (bench/callgrind.ts: warm-up, forced collections at the edges, compilers and major collections
@@ -41,16 +41,28 @@ const WINDOWS = 5;
 /** Requests replayed in the short and the long run of the writes' loop. */
 const REPLAY: Record<FloorTarget, [number, number]> = { create: [200, 1000], 'batch-upsert': [5, 25] };
 /**
- * Requests of warm-up before the writes are recorded: bench/budget.ts's (create 8,000, batch-upsert
- * 100), so that they are replayed on a database the size the budget's requests meet (FTS5's merges
+ * bench/budget.ts's warm-up (create 16,000, batch-upsert 100): the floor's windows are the
+ * budget's, request for request, on a database the size the budget's requests meet (FTS5's merges
  * and the b-trees grow with it; 200 and 10 until 2026-11-28, ~1,200 contacts against ~9,000).
  */
-const WARMUP: Record<FloorTarget, number> = { create: 8000, 'batch-upsert': 100 };
-/** The windows the floor's writes are counted in, as bench/budget.ts counts the target: after `start`, `windows` of `window` requests. */
+const WARMUP: Record<FloorTarget, number> = { create: Number(process.env.BENCH_WARMUP ?? 16000), 'batch-upsert': 100 };
+/**
+ * The windows the floor's writes are counted in, as bench/budget.ts counts the target: `windows`
+ * of `window` requests after `start` replayed to warm the loop. The recording starts `start`
+ * requests before the budget's warm-up ends, so that the k-th window replays the writes of the
+ * budget's k-th window (until 2026-11-28 it started at the warm-up's end: each window was the
+ * budget's next one, and a median over other requests; FTS5's merges make windows differ by 30 %).
+ */
 const WINDOWED: Record<FloorTarget, { start: number; window: number; windows: number }> = {
   create: { start: 400, window: 400, windows: 5 },
   'batch-upsert': { start: 10, window: 10, windows: 5 },
 };
+/**
+ * Requests of warm-up of the bare app, list-25's and create's (batch-upsert's: 200): past the
+ * request count at which V8 moves a request's path from Maglev to TurboFan (~10,000 a function;
+ * bench/README.md, "Warm past TurboFan"), as the budget's are. 4,000 until 2026-11-28.
+ */
+const BARE_WARMUP = Number(process.env.BENCH_BARE_WARMUP ?? 16000);
 
 /** The page statement's SQL and values, and the database it ran on. */
 async function pageStatement(): Promise<{ sql: string; values: unknown[]; file: string }> {
@@ -152,25 +164,33 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-GB');
 mkdirSync(TMP, { recursive: true });
 try {
   const budget = (
-    JSON.parse(readFileSync(path.join(import.meta.dirname, 'budget.json'), 'utf8')) as { targets: Record<string, { instructions: number }> }
+    JSON.parse(readFileSync(path.join(import.meta.dirname, 'budget.json'), 'utf8')) as {
+      targets: Record<string, { instructions: number; windows?: number[] }>;
+    }
   ).targets;
   const statement = await pageStatement();
   const perRun = await statementLoop(statement);
   console.log(`list-25: the page statement in a bare better-sqlite3 loop: ${fmt(perRun)} instructions a run`);
 
   const floors = new Map<string, number>([['list-25', perRun]]);
+  /** The writes' windows, per unit: the budget's windows, request for request (WINDOWED). */
+  const writeWindows = new Map<string, number[]>();
   const answers: Record<string, unknown> = {};
   for (const [target, per] of [
     ['create', 1],
     ['batch-upsert', 100],
   ] as const) {
     const { start, window, windows } = WINDOWED[target];
-    const recorded = await record(target, Math.max(REPLAY[target][1], start + window * windows), TMP, WARMUP[target]);
+    const recorded = await record(target, Math.max(REPLAY[target][1], start + window * windows), TMP, WARMUP[target] - start);
     answers[target === 'create' ? 'create' : 'batch'] = JSON.parse(recorded.answer);
     const { transaction, parts } = await writeParts(recorded, target);
     const writes = [...parts.values()].reduce((a, b) => a + b, transaction);
     const windowed = await windowedReplay(recorded, [...parts.keys()], start, window, windows, mkdtempSync(path.join(TMP, `${target}-w-`)));
     floors.set(target, windowed.perRequest / per);
+    writeWindows.set(
+      target,
+      windowed.windows.map((w) => w / per),
+    );
     const unit = per === 1 ? 'request' : 'contact';
     console.log(
       `\n${target}: its writes in one transaction, bare better-sqlite3, counted as bench:check counts (the median of ${windows} windows of ${window}): ${fmt(windowed.perRequest / per)} instructions a ${unit} (windows ${windowed.windows.map((w) => fmt(w / per)).join(', ')})`,
@@ -186,8 +206,8 @@ try {
   writeFileSync(answersFile, JSON.stringify(answers));
   const bare = await bareApp(
     [
-      { name: 'list-25', method: 'GET', path: '/list', warmup: 4000, requests: 400 },
-      { name: 'create', method: 'POST', path: '/contacts', body: createBody, warmup: 4000, requests: 400 },
+      { name: 'list-25', method: 'GET', path: '/list', warmup: BARE_WARMUP, requests: 400 },
+      { name: 'create', method: 'POST', path: '/contacts', body: createBody, warmup: BARE_WARMUP, requests: 400 },
       { name: 'batch-upsert', method: 'POST', path: '/contacts/batch', body: batchBody, warmup: 200, requests: 20 },
     ],
     answersFile,
@@ -209,6 +229,18 @@ try {
     const floor = floors.get(target)!;
     const had = budget[target]?.instructions;
     console.log(`${target}: ${had ? fmt(had) : '?'} / ${fmt(floor)} = ${had ? (had / floor).toFixed(2) : '?'}× its floor`);
+  }
+  // The budget's k-th window over the floor's k-th (the same requests: its writes, plus bare Fastify's
+  // median), where budget.json has as many windows: FTS5's merges make a window of both 30 % dearer.
+  console.log('');
+  for (const target of ['create', 'batch-upsert']) {
+    const theirs = budget[target]?.windows;
+    const ours = writeWindows.get(target)!;
+    if (!theirs || theirs.length !== ours.length) continue;
+    const bareShare = bare.get(target)!.perRequest / (target === 'create' ? 1 : 100);
+    const ratios = theirs.map((w, k) => w / (ours[k]! + bareShare));
+    const middle = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!;
+    console.log(`${target}: window by window ${ratios.map((r) => `${r.toFixed(2)}×`).join(', ')} (median ${middle.toFixed(2)}×)`);
   }
 } finally {
   if (process.env.BENCH_KEEP !== '1') rmSync(TMP, { recursive: true, force: true });
