@@ -161,4 +161,73 @@ describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the clie
     expect(settled, 'the stalled body was still open after twelve late ticks').toBeDefined();
     expect(settled!.status, settled!.text.slice(0, 400)).toBe(408);
   });
+  it('answers a pipelined POST sent whole while the answers before it waited behind a slow request', async () => {
+    // A fourth hostile review's find: Node also stops reading a connection (socket.pause(), the
+    // request's buffer empty) while answers to pipelined requests wait behind one still running.
+    // A: waits on a lock (its key is read from api_keys); B: a large answer, queued behind A; C: a
+    // batch sent whole. C was answered 408 "send it again" (3 runs of 3).
+    const { key } = await orgWithKey(env.env);
+    const { port } = new URL(env.url);
+    // The OpenAPI document is built on first use: built now, B's answer is queued at once below.
+    await fetch(`${env.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
+    const body = bigBatch(`pipelined-${Date.now()}`);
+    const locker = new pg.Client({ connectionString: env.env.DATABASE_URL });
+    await locker.connect();
+    const socket = net.connect(Number(port), '127.0.0.1');
+    const connected = new Promise((resolve) => socket.on('connect', resolve));
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (data: string) => (text += data));
+    socket.on('error', () => undefined);
+    try {
+      await locker.query('begin');
+      await locker.query('lock table api_keys in access exclusive mode');
+      await connected;
+      socket.write(
+        `GET /api/v1/contacts?limit=1 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\n\r\n` +
+          'GET /api/v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n',
+      );
+      await sleep(500);
+      socket.write(
+        `POST /api/v1/contacts/batch HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 1000)}`,
+      );
+      await sleep(50);
+      socket.write(body.slice(1000));
+      await sleep(IDLE_SECONDS * 3000);
+      await locker.query('commit');
+      for (let i = 0; i < 100 && [...text.matchAll(/HTTP\/1\.1 \d{3}/g)].length < 3; i++) await sleep(100);
+      const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      const last = text.lastIndexOf('HTTP/1.1');
+      expect(statuses, text.slice(last, last + 400)).toEqual([200, 200, 200]);
+    } finally {
+      socket.destroy();
+      await locker.end();
+    }
+  });
+
+  it('closes a stalled connection whose 408 cannot be written (its client reads nothing)', async () => {
+    // The same review: the cut queued a 408 behind answers the client never read, and forgot the
+    // connection, which stayed open until REQUEST_TIMEOUT_SECONDS (300 s here).
+    const { key } = await orgWithKey(env.env);
+    const { port } = new URL(env.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    await new Promise((resolve) => socket.on('connect', resolve));
+    socket.pause();
+    socket.write('GET /api/v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(20));
+    await sleep(1000);
+    socket.write(
+      `POST /api/v1/contacts/batch HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"mode":`,
+    );
+    // The client reads nothing, so it cannot see the server close; it learns it by writing after
+    // the server is gone (a reset comes back, and its socket errors and closes).
+    await sleep(IDLE_SECONDS * 6000);
+    socket.write('"create"');
+    await sleep(500);
+    socket.write(',"contacts":[');
+    const closedInTime = await Promise.race([closed.then(() => true), sleep(3000).then(() => false)]);
+    socket.destroy();
+    expect(closedInTime, 'the connection was still open six idle timeouts after its body stalled').toBe(true);
+  });
 });

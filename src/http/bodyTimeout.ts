@@ -24,6 +24,8 @@ interface Reading {
   idle: number;
   /** When a tick first saw the request answered with its body still arriving (0: not yet). */
   answeredAt: number;
+  /** When the timer answered it 408 (0: not yet). */
+  cutAt: number;
 }
 
 const READING = Symbol('orgdata.reading');
@@ -35,7 +37,8 @@ type WatchedSocket = Socket & { [READING]?: Reading };
  * than holding the connection (and a handler waiting on the body) until REQUEST_TIMEOUT_SECONDS
  * cut it. A slow body that keeps arriving is not cut: every byte starts the wait again. A body
  * still arriving after its request was answered without it (a bad key, a full quota) has its
- * connection closed `seconds` after the answer, stalled or trickling.
+ * connection closed `seconds` after the answer, stalled or trickling; so has a body this timer
+ * answered 408 whose client takes no answer (the 408 queued behind answers it never read).
  *
  * One timer for all connections, not one a request: a request with a body is noted on its socket
  * when it arrives (three stores into an object the connection keeps); a tick every quarter of the
@@ -44,7 +47,8 @@ type WatchedSocket = Socket & { [READING]?: Reading };
  * adds the time since the last tick to the body's idle time, and a body is cut once that reaches
  * `seconds`: never before, at most two ticks after on a loop that keeps time. Time the server
  * itself is not reading does not count: while the request's buffer is full (nobody takes the body
- * yet, or its consumer is slower than the client) the body is not idle. A tick that ran late (the
+ * yet, or its consumer is slower than the client), or the connection is paused while answers to
+ * pipelined requests wait behind one still running, the body is not idle. A tick that ran late (the
  * process paused, the event loop blocked) adds one interval, not the time it was away, and cannot
  * cut a body with it: what the client sent meanwhile may still wait in the kernel, unread. It does
  * not throw away idle time already counted either: a client that blocks the loop once a timeout
@@ -98,6 +102,19 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
         state.request = state.reply = null;
         continue;
       }
+      // Answered 408 by this timer, and still open a timeout later: its client reads nothing (the
+      // 408 queued behind answers it never took). Closed rather than left until
+      // REQUEST_TIMEOUT_SECONDS (a hostile review's find: it was forgotten once answered).
+      if (state.cutAt !== 0) {
+        if (now - state.cutAt >= idleMs) {
+          state.request = state.reply = null;
+          request.log.info({ seconds }, 'closing the connection: its client took no answer after its body stalled');
+          socket.destroy();
+          continue;
+        }
+        reading++;
+        continue;
+      }
       // Answered before its body had all arrived (a bad key, a refusal): the rest is read only to
       // be thrown away, so it gets the timeout once, however it trickles (Node's request timeout
       // would otherwise answer it a second time).
@@ -111,18 +128,20 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
       }
       const bytes = socket.bytesRead;
       // Node stops reading a socket once the request's buffer is full and nobody takes from it (a
-      // hook waiting on the database, a consumer slower than the client): the bytes then wait in the
-      // kernel. The server is not reading, the client is not stalling: no wait runs meanwhile (Node's
-      // request timeout still bounds the request).
-      const held = request.raw.readableLength >= request.raw.readableHighWaterMark;
+      // hook waiting on the database, a consumer slower than the client), and while answers to
+      // pipelined requests wait behind one still running (the socket paused, the buffer empty): the
+      // bytes then wait in the kernel. The server is not reading, the client is not stalling: no
+      // wait runs meanwhile (Node's request timeout still bounds the request). A socket paused
+      // because its client reads none of what was written to it (writableNeedDrain) is the client's.
+      const held = request.raw.readableLength >= request.raw.readableHighWaterMark || (socket.isPaused() && !socket.writableNeedDrain);
       if (state.idle < 0 || bytes !== state.bytes || held) {
         // Its wait starts when a tick first sees it, or sees it move: a body is never cut early.
         state.bytes = bytes;
         state.idle = 0;
       } else if (state.idle + (behind ? 0 : elapsed) >= idleMs) {
-        state.request = state.reply = null;
+        // Answered 408 now, and still watched (cutAt, above) until its connection closes.
+        state.cutAt = now;
         cut(socket, request, reply);
-        continue;
       } else {
         state.idle += behind ? tickMs : elapsed;
       }
@@ -144,7 +163,7 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
     if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return;
     const state = socket[READING];
     if (state === undefined) {
-      socket[READING] = { request, reply, bytes: 0, idle: -1, answeredAt: 0 };
+      socket[READING] = { request, reply, bytes: 0, idle: -1, answeredAt: 0, cutAt: 0 };
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     } else {
@@ -152,6 +171,7 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
       state.reply = reply;
       state.idle = -1;
       state.answeredAt = 0;
+      state.cutAt = 0;
     }
     if (timer === undefined) {
       lastTick = Date.now();
