@@ -49,11 +49,11 @@ type WatchedSocket = Socket & { [READING]?: Reading };
  * itself is not reading does not count: while the request's buffer is full (nobody takes the body
  * yet, or its consumer is slower than the client), or the connection is paused while answers to
  * pipelined requests wait behind one still running, the body is not idle. A tick that ran late (the
- * process paused, the event loop blocked) adds one interval, not the time it was away, and cannot
- * cut a body with it: what the client sent meanwhile may still wait in the kernel, unread. It does
- * not throw away idle time already counted either: a client that blocks the loop once a timeout
- * (bursts of cheap requests) delays a cut by at most a tick a block, and a loop late at every tick
- * still cuts a stalled body one tick after `seconds` of ticks. Node has a
+ * process paused, the event loop blocked) cannot cut a body with the time it was away: what the
+ * client sent meanwhile may still wait in the kernel, unread. It adds that time after its check, and
+ * the next tick decides, the event loop having read the sockets in between (what was waiting moves
+ * the bytes). It never throws idle time away either: a client that blocks the loop (bursts of cheap
+ * requests) delays a cut by at most a tick and a block. Node has a
  * socket inactivity timeout, but arming and disarming it (two `setTimeout`s on the socket, two
  * listeners on the request) cost every request with a body about 11,000 instructions, 1 % of a
  * create (bench/README.md, `stalled-bodies`), and Node moves that timeout to the keep-alive one
@@ -87,9 +87,10 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
   const tick = () => {
     const now = Date.now();
     // A tick far behind its time (the process was paused, its event loop blocked): what the clients
-    // sent meanwhile may still wait in the kernel, unread, so the time away counts as one interval,
-    // added after the check (a late tick never cuts with its own time). It is process-wide and a
-    // client can cause it: it must never restart a wait (a hostile review's find: it did).
+    // sent meanwhile may still wait in the kernel, unread, so its time is added after the check (a
+    // late tick never cuts with its own time; the next one, after the loop has read, decides). It
+    // is process-wide and a client can cause it: it must never restart a wait (a hostile review's
+    // find: it did).
     const elapsed = now - lastTick;
     const behind = elapsed > 2 * tickMs;
     lastTick = now;
@@ -143,7 +144,7 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
         state.cutAt = now;
         cut(socket, request, reply);
       } else {
-        state.idle += behind ? tickMs : elapsed;
+        state.idle += elapsed;
       }
       reading++;
     }
