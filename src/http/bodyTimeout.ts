@@ -14,21 +14,20 @@ export function bodyIdleTimeoutError(seconds: number): Error {
 /**
  * The request with a body a connection is reading now, kept on its socket (one object a
  * connection, reused by its next request): the bytes the socket had read at the last tick, and
- * how long the ticks since they last moved have counted the body idle (-1 until a tick has seen
- * the request).
+ * how long the ticks since they last moved (since the answer, once it is answered) have counted it
+ * idle (-1 until a tick has seen it, or seen it answered).
  */
 interface Reading {
   request: FastifyRequest | null;
   reply: FastifyReply | null;
   bytes: number;
   idle: number;
-  /** When a tick first saw the request answered with its body still arriving (0: not yet). */
-  answeredAt: number;
-  /** When the timer answered it 408 (0: not yet). */
-  cutAt: number;
+  /** A tick has seen the request answered (by its route, a refusal, or this timer's 408). */
+  answered: boolean;
 }
 
 const READING = Symbol('orgdata.reading');
+const ignore = () => {};
 type WatchedSocket = Socket & { [READING]?: Reading };
 
 /**
@@ -36,19 +35,20 @@ type WatchedSocket = Socket & { [READING]?: Reading };
  * stops arriving for `seconds` is answered 408 `request_timeout` and its connection closed, rather
  * than holding the connection (and a handler waiting on the body) until REQUEST_TIMEOUT_SECONDS
  * cut it. A slow body that keeps arriving is not cut: every byte starts the wait again. A body
- * still arriving after its request was answered without it (a bad key, a full quota) has its
- * connection closed `seconds` after the answer, stalled or trickling; so has a body this timer
- * answered 408 whose client takes no answer (the 408 queued behind answers it never read).
+ * still arriving after its request was answered without it (a bad key, a full quota, this timer's
+ * 408) has its connection closed `seconds` after the answer, stalled or trickling.
  *
  * One timer for all connections, not one a request: a request with a body is noted on its socket
- * when it arrives (three stores into an object the connection keeps); a tick every quarter of the
+ * when it arrives (four stores into an object the connection keeps); a tick every quarter of the
  * timeout (at most a second) forgets the requests whose body has all arrived and, for the others,
  * compares the bytes their socket has read with the last tick's: each tick that finds them unmoved
  * adds the time since the last tick to the body's idle time, and a body is cut once that reaches
  * `seconds`: never before, at most two ticks after on a loop that keeps time. Time the server
  * itself is not reading does not count: while the request's buffer is full (nobody takes the body
  * yet, or its consumer is slower than the client), or the connection is paused while answers to
- * pipelined requests wait behind one still running, the body is not idle. A tick that ran late (the
+ * pipelined requests wait (behind one still running, or taken by a client reading them slowly), the
+ * body is not idle. A tick's cut waits for a setImmediate, after the loop has read the sockets: a
+ * byte that arrived while the loop was busy saves its body. A tick that ran late (the
  * process paused, the event loop blocked) cannot cut a body with the time it was away: what the
  * client sent meanwhile may still wait in the kernel, unread. It adds that time after its check, and
  * the next tick decides, the event loop having read the sockets in between (what was waiting moves
@@ -69,12 +69,9 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
   const sockets = new Set<WatchedSocket>();
   let timer: NodeJS.Timeout | undefined;
 
-  const cut = (socket: Socket, request: FastifyRequest, reply: FastifyReply) => {
+  /** Answers 408 a request whose body stopped arriving (it is not answered yet). */
+  const cut = (request: FastifyRequest, reply: FastifyReply) => {
     request.log.info({ seconds }, 'request body stalled; answering 408 and closing the connection');
-    if (reply.sent || reply.raw.headersSent) {
-      socket.destroy();
-      return;
-    }
     // Node ends the connection once this answer is written (Connection: close); whoever was
     // reading the body then learns that it was aborted.
     reply.header('connection', 'close');
@@ -83,6 +80,31 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
 
   /** When the last tick ran (or the timer started). */
   let lastTick = 0;
+
+  /**
+   * The requests a tick found idle for the timeout, cut once the event loop has read the sockets
+   * (a setImmediate runs after the poll that follows the timers): a block of the loop shorter than
+   * a late tick's may still hold a byte the client sent in time, unread in the kernel, and the tick
+   * runs before the read (a hostile review's find: a body moving 900 ms a byte was cut with a 1 s
+   * timeout behind a 400 ms block).
+   */
+  let due: { socket: WatchedSocket; request: FastifyRequest }[] = [];
+  const cutDue = () => {
+    const found = due;
+    due = [];
+    for (const { socket, request } of found) {
+      const state = socket[READING]!;
+      const { reply } = state;
+      if (state.request !== request || reply === null || request.raw.complete || socket.destroyed || reply.sent || reply.raw.headersSent)
+        continue;
+      if (socket.bytesRead !== state.bytes) {
+        state.bytes = socket.bytesRead;
+        state.idle = 0;
+        continue;
+      }
+      cut(request, reply);
+    }
+  };
 
   const tick = () => {
     const now = Date.now();
@@ -103,50 +125,47 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
         state.request = state.reply = null;
         continue;
       }
-      // Answered 408 by this timer, and still open a timeout later: its client reads nothing (the
-      // 408 queued behind answers it never took). Closed rather than left until
-      // REQUEST_TIMEOUT_SECONDS (a hostile review's find: it was forgotten once answered).
-      if (state.cutAt !== 0) {
-        if (now - state.cutAt >= idleMs) {
-          state.request = state.reply = null;
-          request.log.info({ seconds }, 'closing the connection: its client took no answer after its body stalled');
-          socket.destroy();
-          continue;
-        }
-        reading++;
-        continue;
-      }
-      // Answered before its body had all arrived (a bad key, a refusal): the rest is read only to
-      // be thrown away, so it gets the timeout once, however it trickles (Node's request timeout
-      // would otherwise answer it a second time).
-      if (reply.sent || reply.raw.headersSent) {
-        if (state.answeredAt === 0) state.answeredAt = now;
-        else if (now - state.answeredAt >= idleMs) {
-          state.request = state.reply = null;
-          cut(socket, request, reply);
-          continue;
-        }
+      reading++;
+      // Node stops reading a socket while answers to pipelined requests wait to be written (it is
+      // paused: behind one still running, or being taken by a client that reads them slowly), and
+      // once the request's buffer is full and nobody takes from it (a hook waiting on the database,
+      // a consumer slower than the client). The bytes then wait in the kernel: the server is not
+      // reading, so no wait runs. Node's request timeout still bounds the request, and a client
+      // that takes no answer at all holds its connection no longer than its unread answers alone
+      // would (Node has no timeout for those). A paused socket whose client was slow to take its
+      // answers once counted as the client's stall, and slow readers were cut (408, then the
+      // connection in the middle of their answers; a hostile review's find): the kernel shows what
+      // a client takes only in steps of half its send buffer (megabytes), so no tick can tell a
+      // slow reader from a stopped one.
+      const held = socket.isPaused() || request.raw.readableLength >= request.raw.readableHighWaterMark;
+      // Answered before its body had all arrived (a bad key, a refusal, this timer's 408): the rest
+      // is read only to be thrown away, so it gets the timeout once from the answer, however it
+      // trickles, and then its connection is closed (Node's request timeout would otherwise answer
+      // it a second time, or the 408's client, reading none of it, hold it).
+      const answered = reply.sent || reply.raw.headersSent;
+      if (answered && !state.answered) {
+        state.answered = true;
+        state.idle = -1;
       }
       const bytes = socket.bytesRead;
-      // Node stops reading a socket once the request's buffer is full and nobody takes from it (a
-      // hook waiting on the database, a consumer slower than the client), and while answers to
-      // pipelined requests wait behind one still running (the socket paused, the buffer empty): the
-      // bytes then wait in the kernel. The server is not reading, the client is not stalling: no
-      // wait runs meanwhile (Node's request timeout still bounds the request). A socket paused
-      // because its client reads none of what was written to it (writableNeedDrain) is the client's.
-      const held = request.raw.readableLength >= request.raw.readableHighWaterMark || (socket.isPaused() && !socket.writableNeedDrain);
-      if (state.idle < 0 || bytes !== state.bytes || held) {
+      if (state.idle < 0 || held || (bytes !== state.bytes && !answered)) {
         // Its wait starts when a tick first sees it, or sees it move: a body is never cut early.
         state.bytes = bytes;
         state.idle = 0;
-      } else if (state.idle + (behind ? 0 : elapsed) >= idleMs) {
-        // Answered 408 now, and still watched (cutAt, above) until its connection closes.
-        state.cutAt = now;
-        cut(socket, request, reply);
-      } else {
+      } else if (state.idle + (behind ? 0 : elapsed) < idleMs) {
         state.idle += elapsed;
+      } else if (answered) {
+        state.request = state.reply = null;
+        request.log.info({ seconds }, 'closing the connection: its body still arrives a timeout after its answer');
+        // Whoever still reads the body (Fastify's parser, behind this timer's 408) would learn of
+        // the close and answer a second time, logged as a warning with a stack: the request is
+        // answered, what becomes of its body is nobody's concern now.
+        request.raw.removeAllListeners('error').on('error', ignore);
+        socket.destroy();
+      } else {
+        if (due.length === 0) setImmediate(cutDue);
+        due.push({ socket, request });
       }
-      reading++;
     }
     if (reading === 0) {
       clearInterval(timer);
@@ -164,15 +183,14 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
     if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return;
     const state = socket[READING];
     if (state === undefined) {
-      socket[READING] = { request, reply, bytes: 0, idle: -1, answeredAt: 0, cutAt: 0 };
+      socket[READING] = { request, reply, bytes: 0, idle: -1, answered: false };
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     } else {
       state.request = request;
       state.reply = reply;
       state.idle = -1;
-      state.answeredAt = 0;
-      state.cutAt = 0;
+      state.answered = false;
     }
     if (timer === undefined) {
       lastTick = Date.now();
