@@ -38,6 +38,18 @@ describe('fingerprint', () => {
       expect(fingerprint('POST', '/api/v1/contacts/batch', { id: 'con_1' }, body)).toBe(hash);
     }
   });
+
+  it('quotes every string, key or value, as JSON.stringify does', () => {
+    // canonicalJson quotes short strings itself when nothing in them needs an escape: every UTF-16
+    // code unit alone, beside text and in a key, surrogate pairs and halves, and the length
+    // where JSON.stringify takes over.
+    const strings: string[] = ['', 'a'.repeat(64), `${'a'.repeat(63)}"`, 'a'.repeat(65), `${'a'.repeat(64)}\n`, '😀', '\ud83d', '\ude00x'];
+    for (let code = 0; code <= 0xffff; code++) strings.push(String.fromCharCode(code), `ab${String.fromCharCode(code)}cd`);
+    for (const text of strings) {
+      expect(canonicalJson(text)).toBe(JSON.stringify(text));
+      expect(canonicalJson({ [text]: text })).toBe(`{${JSON.stringify(text)}:${JSON.stringify(text)}}`);
+    }
+  });
 });
 
 describe.each(DIALECTS)('idempotency on %s', (dialect) => {

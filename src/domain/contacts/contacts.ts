@@ -174,7 +174,7 @@ async function writeContacts(
     notes: input.notes ?? null,
     source_type: sourceType,
     external_id: input.external_id ?? null,
-    metadata: JSON.stringify(mergeMetadata({}, input.metadata)),
+    metadata: input.metadata === undefined ? '{}' : JSON.stringify(mergeMetadata({}, input.metadata)), // none: no JSON.stringify
     search_text: searchText({
       first_name: input.first_name.trim(),
       last_name: (input.last_name ?? '').trim(),
