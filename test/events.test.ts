@@ -124,6 +124,35 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     }
   });
 
+  it("holds a created contact as its answer's own text, keyed or not (written once for both)", async () => {
+    const { key } = await setup();
+    const raw = async (query: string) => {
+      const res = await h.call(key, 'GET', `/api/v1/events?limit=100&${query}`);
+      return res.body;
+    };
+    for (const headers of [{}, { 'idempotency-key': 'once' }]) {
+      const sent = await h.call(
+        key,
+        'POST',
+        '/api/v1/contacts',
+        { first_name: 'Zoë "Z"', email: `t${Object.keys(headers).length}@example.com`, metadata: { a: '1' } },
+        headers,
+      );
+      expect(sent.statusCode, sent.body).toBe(201);
+      expect(sent.headers['content-type']).toBe('application/json; charset=utf-8');
+      // GET /events embeds each event's stored data as it is: the answer's text, inside.
+      expect(await raw('type=contact.created')).toContain(`"data":{"object":${sent.body}}`);
+      const replayed = await h.call(
+        key,
+        'POST',
+        '/api/v1/contacts',
+        { first_name: 'Zoë "Z"', email: `t${Object.keys(headers).length}@example.com`, metadata: { a: '1' } },
+        headers,
+      );
+      if ('idempotency-key' in headers) expect(replayed.body).toBe(sent.body);
+    }
+  });
+
   it('names who made each change and the request that made it: an API key, a dashboard user, the system', async () => {
     const { org, key, events } = await setup();
     const { id: keyId } = await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();

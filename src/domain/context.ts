@@ -9,4 +9,10 @@ export interface Ctx {
   actor: Actor;
   requestId: string;
   now: Date;
+  /**
+   * The caller's own JSON of the resource a change makes, when it answers with it (an API route's
+   * response serializer, src/http/context.ts): the change's event then holds that text, and the
+   * answer is that text, written once (issue 46). Without it, the event's is JSON.stringify's.
+   */
+  json?: ((resource: object) => string) | undefined;
 }

@@ -7,6 +7,7 @@ import { inTransaction, retriedOnContention } from '../db/transaction.js';
 import { BadRequestError, ConflictError, UnprocessableError } from '../domain/errors.js';
 import { claim, complete, release, type Claim } from '../infra/idempotency/store.js';
 import { parseJson } from '../domain/json.js';
+import { SerializedAnswer } from './context.js';
 
 export type IdempotencyClaim = Claim;
 
@@ -147,7 +148,12 @@ export function idempotencyPreHandler(db: Kysely<Database>, lockMs: number) {
 export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMethod): RouteHandlerMethod {
   return async function idempotentHandler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
     const claimed = request.idempotency;
-    if (!claimed) return handler.call(this, request, reply);
+    if (!claimed) {
+      const result: unknown = await handler.call(this, request, reply);
+      if (!(result instanceof SerializedAnswer)) return result;
+      reply.type('application/json; charset=utf-8');
+      return result.text;
+    }
     try {
       // Run again whole when the domain says its work met contention and may be (RetryableContention:
       // it only writes to the database): a rolled-back attempt left nothing, its headers included.
@@ -158,7 +164,7 @@ export function inClaimTransaction(db: Kysely<Database>, handler: RouteHandlerMe
           const result: unknown = await handler.call(this, request, reply);
           if (result === reply || reply.sent) throw new Error(`${request.routeOptions.url}: a keyed POST handler must return its result`);
           reply.type('application/json; charset=utf-8');
-          const payload = reply.serialize(result) as string;
+          const payload = result instanceof SerializedAnswer ? result.text : (reply.serialize(result) as string);
           if (!(await complete(trx, claimed, { status: reply.statusCode, headers: replayedHeaders(reply), body: payload }))) {
             throw new ConflictError(
               'idempotency_conflict',

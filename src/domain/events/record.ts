@@ -66,7 +66,7 @@ export function causeOf(ctx: Pick<Ctx, 'actor' | 'requestId'>): EventCause {
 }
 
 /** Whose change: an operation's context, or a cause given outright (an upload names its link's maker). */
-export type EventSource = Pick<Ctx, 'orgId' | 'actor' | 'requestId'> | { orgId: string; cause: EventCause };
+export type EventSource = Pick<Ctx, 'orgId' | 'actor' | 'requestId' | 'json'> | { orgId: string; cause: EventCause };
 
 /**
  * Records the events of a change, with `trx`: the transaction that makes the change (the outbox).
@@ -83,12 +83,18 @@ export async function recordEvents(
   if (changes.length === 0) return;
   const at = nowIso(new Date());
   const cause = 'cause' in ctx ? ctx.cause : causeOf(ctx);
+  // The resource as its request answers it, when the caller writes that (Ctx.json): the same text.
+  const json = 'cause' in ctx ? undefined : ctx.json;
   const events = changes.map(({ object, previousAttributes }) => ({
     id: newId('evt'),
     org_id: ctx.orgId,
     type,
     resource: resourceOf(type),
-    data: JSON.stringify(previousAttributes ? { object, previous_attributes: previousAttributes } : { object }),
+    data: previousAttributes
+      ? JSON.stringify({ object, previous_attributes: previousAttributes })
+      : json
+        ? `{"object":${json(object)}}`
+        : JSON.stringify({ object }),
     created_at: at,
     subject_id: object.id,
     related_id: type === 'group.member_added' || type === 'group.member_removed' ? (object.group_id ?? null) : null,

@@ -14,7 +14,7 @@ import { compileBodyValidator } from '../validation.js';
 import { serializerOf } from '../serializers.js';
 import { isMetadataKey } from '../../domain/metadata.js';
 import type { ApiDeps } from '../apiDeps.js';
-import { ctxOf } from '../context.js';
+import { answering, ctxOf } from '../context.js';
 import { listEnvelopeText, pageRequest, sendJsonText } from '../lists.js';
 import {
   Contact,
@@ -136,9 +136,10 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       response: responses({ 201: Contact }, 410, ...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
     },
     handler: async (request, reply) => {
-      const contact = await createContact(ctxOf(request, db), request.body, 'api');
+      const { ctx, answer } = answering(request, reply, db, '201');
+      const contact = await createContact(ctx, request.body, 'api');
       reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`);
-      return contact;
+      return answer(contact);
     },
   });
 
