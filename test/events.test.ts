@@ -130,7 +130,7 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
       const res = await h.call(key, 'GET', `/api/v1/events?limit=100&${query}`);
       return res.body;
     };
-    for (const headers of [{}, { 'idempotency-key': 'once' }]) {
+    for (const headers of [{}, { 'idempotency-key': 'once' }] as Record<string, string>[]) {
       const sent = await h.call(
         key,
         'POST',

@@ -94,6 +94,7 @@ export function metadataCountError(field: string, metadata: Metadata): FieldErro
 }
 
 export function parseMetadata(text: string | null | undefined): Metadata {
-  if (!text) return {};
+  // Most contacts have none: '{}' is read without a call of JSON.parse.
+  if (!text || text === '{}') return {};
   return parseJson(text) as Metadata;
 }
