@@ -9,12 +9,11 @@ import { NotFoundError, ValidationError, type FieldError } from '../errors.js';
 import { newId, nowIso } from '../ids.js';
 import { requireScope } from '../scopes.js';
 import { checkEmail, checkText, LIMITS, normaliseEmail } from '../validation.js';
-import { mergeMetadata, metadataFieldErrors, type Metadata } from '../metadata.js';
+import { metadataFieldErrors, type Metadata } from '../metadata.js';
 import { contactChange } from './patch.js';
-import { CONTACT_INSERT_COLUMNS, LINK_COLUMNS, PAIR_COLUMNS, type ContactInput, type ContactPatch } from './input.js';
+import { CONTACT_INSERT_COLUMNS, LINK_COLUMNS, newContactRow, PAIR_COLUMNS, type ContactInput, type ContactPatch } from './input.js';
 
 import { getContact } from './read.js';
-import { searchText } from './searchText.js';
 import { toContactView, toContactViews, type ContactView } from './view.js';
 import { parseJson } from '../json.js';
 
@@ -162,28 +161,8 @@ async function writeContacts(
     inputs.flatMap((input) => input.label_ids ?? []),
   );
   const at = nowIso(ctx.now);
-  const rows = inputs.map((input, i) => ({
-    id: ids?.[i] ?? newId('con'),
-    org_id: ctx.orgId,
-    first_name: input.first_name.trim(),
-    last_name: (input.last_name ?? '').trim(),
-    email: input.email,
-    email_lower: input.email.toLowerCase(),
-    phone: input.phone ?? null,
-    address: input.address ?? null,
-    notes: input.notes ?? null,
-    source_type: sourceType,
-    external_id: input.external_id ?? null,
-    metadata: input.metadata === undefined ? '{}' : JSON.stringify(mergeMetadata({}, input.metadata)), // none: no JSON.stringify
-    search_text: searchText({
-      first_name: input.first_name.trim(),
-      last_name: (input.last_name ?? '').trim(),
-      email: input.email,
-      phone: input.phone ?? null,
-    }),
-    created_at: at,
-    updated_at: at,
-  }));
+  const rows: ReturnType<typeof newContactRow>[] = [];
+  for (let i = 0; i < inputs.length; i++) rows.push(newContactRow(inputs[i]!, ids?.[i] ?? newId('con'), ctx.orgId, sourceType, at));
   const made = skipTaken ? await insertRowsSkippingTaken(trx, 'contacts', CONTACT_INSERT_COLUMNS, rows) : null;
   if (!made) await insertRows(trx, 'contacts', CONTACT_INSERT_COLUMNS, rows);
   const kept = made ? rows.filter((row) => made.has(row.id)) : rows;

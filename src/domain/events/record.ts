@@ -85,21 +85,15 @@ export async function recordEvents(
   const cause = 'cause' in ctx ? ctx.cause : causeOf(ctx);
   // The resource as its request answers it, when the caller writes that (Ctx.json): the same text.
   const json = 'cause' in ctx ? undefined : ctx.json;
-  const events = changes.map(({ object, previousAttributes }) => ({
-    id: newId('evt'),
-    org_id: ctx.orgId,
-    type,
-    resource: resourceOf(type),
-    data: previousAttributes
+  const events: ReturnType<typeof eventRow>[] = [];
+  for (const { object, previousAttributes } of changes) {
+    const data = previousAttributes
       ? JSON.stringify({ object, previous_attributes: previousAttributes })
       : json
         ? `{"object":${json(object)}}`
-        : JSON.stringify({ object }),
-    created_at: at,
-    subject_id: object.id,
-    related_id: type === 'group.member_added' || type === 'group.member_removed' ? (object.group_id ?? null) : null,
-    ...cause,
-  }));
+        : JSON.stringify({ object });
+    events.push(eventRow(ctx.orgId, type, object, data, at, cause));
+  }
   await insertRows(trx, 'events', EVENT_COLUMNS, events);
   const endpoints = await enabledEndpoints.execute(trx, [ctx.orgId]);
   const subscribed = endpoints.filter((endpoint) => matchesAny(JSON.parse(endpoint.events) as string[], type));
@@ -118,6 +112,26 @@ export async function recordEvents(
     })),
   );
   await insertRows(trx, 'webhook_deliveries', DELIVERY_COLUMNS, deliveries);
+}
+
+/**
+ * An event's row. A function of its own rather than a closure made at each call: V8 left that
+ * closure in its baseline tier after 16,000 creates (issue 46).
+ */
+function eventRow(orgId: string, type: EventType, object: ResourceView, data: string, at: string, cause: EventCause) {
+  return {
+    id: newId('evt'),
+    org_id: orgId,
+    type,
+    resource: resourceOf(type),
+    data,
+    created_at: at,
+    subject_id: object.id,
+    related_id: type === 'group.member_added' || type === 'group.member_removed' ? (object.group_id ?? null) : null,
+    actor_type: cause.actor_type,
+    actor_id: cause.actor_id,
+    request_id: cause.request_id,
+  };
 }
 
 /** Records the event of one change (see recordEvents). */
