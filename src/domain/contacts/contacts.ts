@@ -165,28 +165,36 @@ async function writeContacts(
   for (let i = 0; i < inputs.length; i++) rows.push(newContactRow(inputs[i]!, ids?.[i] ?? newId('con'), ctx.orgId, sourceType, at));
   const made = skipTaken ? await insertRowsSkippingTaken(trx, 'contacts', CONTACT_INSERT_COLUMNS, rows) : null;
   if (!made) await insertRows(trx, 'contacts', CONTACT_INSERT_COLUMNS, rows);
-  const kept = made ? rows.filter((row) => made.has(row.id)) : rows;
-  const labelIds = new Map(rows.map((row, i) => [row.id, inputs[i]!.label_ids ?? []]));
-  const links = kept.flatMap((row) =>
-    [...new Set(labelIds.get(row.id))].map((label_id) => ({
-      org_id: ctx.orgId,
-      contact_id: row.id,
-      label_id,
-      created_at: at,
-      contact_created_at: row.created_at,
-    })),
-  );
+  // Plain loops, not closures made at each call: V8 left those in its baseline tier (issue 46).
+  const kept: typeof rows = [];
+  const links: { org_id: string; contact_id: string; label_id: string; created_at: string; contact_created_at: string }[] = [];
+  const pairs: ReturnType<typeof metadataRows> = [];
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    if (made && !made.has(row.id)) continue;
+    kept.push(row);
+    const labelIds = inputs[i]!.label_ids;
+    if (labelIds) {
+      for (const label_id of new Set(labelIds)) {
+        links.push({ org_id: ctx.orgId, contact_id: row.id, label_id, created_at: at, contact_created_at: row.created_at });
+      }
+    }
+    if (row.metadata !== '{}') pairs.push(...metadataRows(ctx.orgId, row, parseJson(row.metadata) as Metadata));
+  }
   await insertRows(trx, 'contact_labels', LINK_COLUMNS, links);
-  const pairs = kept.flatMap((row) => (row.metadata === '{}' ? [] : metadataRows(ctx.orgId, row, parseJson(row.metadata) as Metadata)));
   await insertRows(trx, 'contact_metadata', PAIR_COLUMNS, pairs);
   // New contacts without labels (the usual single create) need no read to be shown.
-  const views = links.length > 0 ? await toContactViews(trx, ctx.orgId, kept) : kept.map((row) => toContactView(row, []));
-  await recordEvents(
-    trx,
-    ctx,
-    'contact.created',
-    views.map((object) => ({ object })),
-  );
+  let views: ContactView[];
+  if (links.length > 0) views = await toContactViews(trx, ctx.orgId, kept);
+  else {
+    views = [];
+    for (const row of kept) views.push(toContactView(row, []));
+  }
+  const changes: { object: ContactView }[] = [];
+  for (const object of views) changes.push({ object });
+  await recordEvents(trx, ctx, 'contact.created', changes);
+  // Every row written (kept is rows): the views are the answer, in input order.
+  if (!made) return views;
   const byId = new Map(views.map((view) => [view.id, view]));
   return rows.map((row) => byId.get(row.id) ?? null);
 }

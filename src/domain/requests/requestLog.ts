@@ -79,25 +79,7 @@ const ADD_DAY_COUNT =
 function writeOnSqlite(sqlite: DirectSqlite, rows: readonly LoggedRequest[], counts: readonly DayCount[]): void {
   const insert = sqlite.prepare(INSERT_LOG_ROW);
   const add = sqlite.prepare(ADD_DAY_COUNT);
-  sqlite.sqlite
-    .transaction(() => {
-      for (const row of rows) {
-        insert.run(
-          row.request_id,
-          row.org_id,
-          row.key_id,
-          row.at,
-          row.method,
-          row.route,
-          row.status,
-          row.error_code,
-          row.duration_ms,
-          row.origin,
-        );
-      }
-      for (const c of counts) add.run(c.org_id, c.key_id, c.day, c.class, c.count);
-    })
-    .immediate();
+  sqlite.sqlite.transaction(insertLogRows).immediate(insert, add, rows, counts);
 }
 
 /**
@@ -275,4 +257,31 @@ export async function requestUsage(ctx: Ctx, days: number): Promise<Usage> {
     keys: keyIds.map((keyId) => ({ keyId, days: table((row) => row.key_id === keyId) })),
     quotaUsedToday: STATUS_CLASSES.filter((c) => c !== '429').reduce((sum, c) => sum + todays[c], 0),
   };
+}
+
+/**
+ * writeOnSqlite's transaction: a function of its own, not a closure made at each batch, which V8
+ * left in its baseline tier (its 200 inserts a batch; issue 46).
+ */
+function insertLogRows(
+  insert: ReturnType<DirectSqlite['prepare']>,
+  add: ReturnType<DirectSqlite['prepare']>,
+  rows: readonly LoggedRequest[],
+  counts: readonly DayCount[],
+): void {
+  for (const row of rows) {
+    insert.run(
+      row.request_id,
+      row.org_id,
+      row.key_id,
+      row.at,
+      row.method,
+      row.route,
+      row.status,
+      row.error_code,
+      row.duration_ms,
+      row.origin,
+    );
+  }
+  for (const c of counts) add.run(c.org_id, c.key_id, c.day, c.class, c.count);
 }
