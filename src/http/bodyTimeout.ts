@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net';
+import { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** The error a request gets when its body stops arriving (see cutStalledBodies); 408 `request_timeout`. */
@@ -22,6 +22,8 @@ interface Reading {
   reply: FastifyReply | null;
   bytes: number;
   idle: number;
+  /** What counts the bytes: the TCP socket under a TLS one (whose bytesRead moves a whole record at a time). */
+  counter: Socket;
   /** A tick has seen the request answered (by its route, a refusal, or this timer's 408). */
   answered: boolean;
 }
@@ -75,6 +77,15 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
     // Node ends the connection once this answer is written (Connection: close); whoever was
     // reading the body then learns that it was aborted.
     reply.header('connection', 'close');
+    // Node takes the request off its connection once this answer is written, so the close that
+    // follows never aborts it: whoever still reads it (an upload's pipeline) would wait forever.
+    const raw = request.raw;
+    reply.raw.once('finish', () => {
+      if (!raw.complete && !raw.destroyed) {
+        raw.removeAllListeners('error').on('error', ignore);
+        raw.destroy();
+      }
+    });
     reply.send(bodyIdleTimeoutError(seconds));
   };
 
@@ -97,8 +108,8 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
       const { reply } = state;
       if (state.request !== request || reply === null || request.raw.complete || socket.destroyed || reply.sent || reply.raw.headersSent)
         continue;
-      if (socket.bytesRead !== state.bytes) {
-        state.bytes = socket.bytesRead;
+      if (state.counter.bytesRead !== state.bytes) {
+        state.bytes = state.counter.bytesRead;
         state.idle = 0;
         continue;
       }
@@ -147,7 +158,7 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
         state.answered = true;
         state.idle = -1;
       }
-      const bytes = socket.bytesRead;
+      const bytes = state.counter.bytesRead;
       if (state.idle < 0 || held || (bytes !== state.bytes && !answered)) {
         // Its wait starts when a tick first sees it, or sees it move: a body is never cut early.
         state.bytes = bytes;
@@ -183,7 +194,9 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
     if (headers['transfer-encoding'] === undefined && !(Number(headers['content-length']) > 0)) return;
     const state = socket[READING];
     if (state === undefined) {
-      socket[READING] = { request, reply, bytes: 0, idle: -1, answered: false };
+      const parent = (socket as Socket & { _parent?: unknown })._parent;
+      const counter = parent instanceof Socket ? parent : socket;
+      socket[READING] = { request, reply, bytes: 0, idle: -1, answered: false, counter };
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     } else {

@@ -59,7 +59,14 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
       const claims = links.verify('upload', request.params.token, new Date());
       const header = request.headers['content-length'];
       const declared = header === undefined ? null : Number(header);
-      const file = await receiveUpload(db, files.blobs, files.maxFileBytes, claims, request.raw, declared, new Date(), request.id);
+      let file;
+      try {
+        file = await receiveUpload(db, files.blobs, files.maxFileBytes, claims, request.raw, declared, new Date(), request.id);
+      } catch (error) {
+        // Answered already (the body timer's 408) and its request then aborted: nothing to say.
+        if (reply.sent) return undefined;
+        throw error;
+      }
       reply.removeHeader('connection');
       return file;
     },
