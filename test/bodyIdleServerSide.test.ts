@@ -2,6 +2,7 @@ import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bigBatch } from './helpers/bigBatch.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
 
 /**
@@ -15,14 +16,6 @@ import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerP
  */
 const IDLE_SECONDS = 1;
 const DATABASE_URL = process.env.TEST_DATABASE_URL;
-
-/** A batch of 100 valid creates, about 700 KB: far more than a request's buffer holds unread. */
-function bigBatch(tag: string): string {
-  return JSON.stringify({
-    mode: 'create',
-    contacts: Array.from({ length: 100 }, (_, i) => ({ first_name: 'Held', email: `${tag}-${i}@example.com`, notes: 'n'.repeat(7000) })),
-  });
-}
 
 /**
  * Sends a POST of `body` on a raw connection, in `chunk`-byte parts `pauseMs` apart (all at once

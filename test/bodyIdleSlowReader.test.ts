@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bigBatch } from './helpers/bigBatch.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
 
 /**
@@ -15,14 +16,6 @@ import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerP
 const IDLE_SECONDS = 1;
 /** The client's reading speed: the answers below take it several idle timeouts. */
 const BYTES_PER_SECOND = 400_000;
-
-/** A batch of 100 valid creates, about 700 KB. */
-function bigBatch(tag: string): string {
-  return JSON.stringify({
-    mode: 'create',
-    contacts: Array.from({ length: 100 }, (_, i) => ({ first_name: 'Slow', email: `${tag}-${i}@example.com`, notes: 'n'.repeat(7000) })),
-  });
-}
 
 describe('a client reading its pipelined answers slowly', { timeout: 120_000 }, () => {
   let env: ServerEnv;

@@ -3,6 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bigBatch } from './helpers/bigBatch.js';
 import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
 
 /**
@@ -89,14 +90,10 @@ describe('an upload the body timer cut', { timeout: 120_000 }, () => {
     // connection a timeout later; the upload's pipeline then fails on the aborted request and the
     // handler rejects after its reply was sent: Fastify logs 'Promise errored, but reply.sent =
     // true was set' at level error, once per such connection (a client-driven error-log flood).
-    const big = JSON.stringify({
-      mode: 'create',
-      contacts: Array.from({ length: 100 }, (_, i) => ({ first_name: 'Big', email: `big-${i}@example.com`, notes: 'n'.repeat(7000) })),
-    });
     const seeded = await fetch(`${env.url}/api/v1/contacts/batch`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: big,
+      body: bigBatch(`big-${Date.now()}`),
     });
     expect(seeded.status).toBe(200);
     const size = 100_000;
