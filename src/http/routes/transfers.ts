@@ -63,8 +63,12 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
       try {
         file = await receiveUpload(db, files.blobs, files.maxFileBytes, claims, request.raw, declared, new Date(), request.id);
       } catch (error) {
-        // Answered already (the body timer's 408) and its request then aborted: nothing to say.
-        if (reply.sent) return undefined;
+        // Answered already (the body timer's 408): its request aborted, nothing to say; a failure of
+        // another kind (the body had all arrived before the 408 was written) is still logged.
+        if (reply.sent) {
+          if (!request.raw.destroyed) request.log.error({ err: error }, 'upload failed after its 408');
+          return undefined;
+        }
         throw error;
       }
       reply.removeHeader('connection');

@@ -212,7 +212,12 @@ export const importPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, 
       form = await readForm(request);
     } catch (error) {
       if (error instanceof ServiceError) throw error; // a bad CSRF token: the 403 page
-      if (reply.sent) return undefined; // the body timer's 408, its request then aborted
+      // Answered already (the body timer's 408): its request aborted, nothing to say; a failure of
+      // another kind (the form had all arrived before the 408 was written) is still logged.
+      if (reply.sent) {
+        if (!request.raw.destroyed) request.log.error({ err: error }, 'import form failed after its 408');
+        return undefined;
+      }
       // A malformed or cut-off multipart body, or more parts than the form has: a form error.
       request.log.info({ err: error }, 'unreadable import form');
       return formPage(request, reply, 400, { error: 'The upload could not be read. Choose one CSV file and try again.' });
