@@ -23,48 +23,46 @@ export interface BatchPlan {
 }
 
 /**
- * Values: 0 org, then the `count` values of `column` (the shape: `column:count`). Compiled once a
- * shape (a batch's hundred emails and external ids were built and compiled by Kysely anew, twice a
- * batch, issue 46). Unnamed on PostgreSQL, as Kysely sent it: a name a count would add up to a
- * hundred statements a column to each connection.
+ * Who holds which of a batch's emails (lower-cased, kind `e`) and external ids (kind `x`), in ONE
+ * statement: on PostgreSQL every statement of a READ COMMITTED transaction sees its own snapshot,
+ * and two reads let another batch's commit fall between them, the same person then held by its
+ * external id and by no email, an upsert on email answered 409 external_id_exists (found by
+ * test/batchContention.test.ts under CI's load). Values: 0 org, then the emails, then the external
+ * ids; the shape `emails:externalIds` (counts) is compiled once. Unnamed on PostgreSQL, as Kysely
+ * sent it: a name a count would add up to thousands of statements to each connection.
  */
-const holdersOf = new PreparedQuery<{ id: string; value: string }, string>(
+const holdersOf = new PreparedQuery<{ id: string; kind: string; value: string }, string>(
   (db, slot, shape) => {
-    const [column, count] = shape.split(':') as ['email_lower' | 'external_id', string];
-    return db
-      .selectFrom('contacts')
-      .select(['id', sql<string>`${sql.ref(column)}`.as('value')])
-      .where('org_id', '=', slot<string>(0))
-      .where(
-        column,
-        'in',
-        Array.from({ length: Number(count) }, (_, i) => slot<string>(i + 1)),
-      );
+    const [emails, externalIds] = shape.split(':').map(Number) as [number, number];
+    const branch = (column: 'email_lower' | 'external_id', kind: string, from: number, count: number) =>
+      db
+        .selectFrom('contacts')
+        .select(['id', sql.lit(kind).as('kind'), sql<string>`${sql.ref(column)}`.as('value')])
+        .where('org_id', '=', slot<string>(0))
+        .where(
+          column,
+          'in',
+          Array.from({ length: count }, (_, i) => slot<string>(from + i)),
+        );
+    const byEmail = branch('email_lower', 'e', 1, emails);
+    return externalIds === 0 ? byEmail : byEmail.unionAll(branch('external_id', 'x', 1 + emails, externalIds));
   },
   () => false,
 );
 
-/** The contacts of the organisation whose `column` is one of `values`: value → id, 500 values a query. */
-async function idsBy(
-  trx: Kysely<Database>,
-  orgId: string,
-  column: 'email_lower' | 'external_id',
-  values: string[],
-): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
-  for (let i = 0; i < values.length; i += 500) {
-    const part = values.slice(i, i + 500);
-    const rows = await holdersOf.execute(trx, [orgId, ...part], `${column}:${part.length}`);
-    for (const row of rows) found.set(row.value, row.id);
-  }
-  return found;
-}
-
-/** Who holds each email (lower-cased) and external id of the batch now: two queries for the whole batch. */
+/**
+ * Who holds each email (lower-cased) and external id of the batch now, as one snapshot (see
+ * holdersOf): one statement for the whole batch (at most MAX_BATCH items, batch.ts).
+ */
 async function holders(trx: Kysely<Database>, orgId: string, inputs: ContactInput[]) {
   const emails = [...new Set(inputs.map((input) => input.email.toLowerCase()))];
   const externalIds = [...new Set(inputs.flatMap((input) => (input.external_id == null ? [] : [input.external_id])))];
-  return { byEmail: await idsBy(trx, orgId, 'email_lower', emails), byExternalId: await idsBy(trx, orgId, 'external_id', externalIds) };
+  const byEmail = new Map<string, string>();
+  const byExternalId = new Map<string, string>();
+  if (emails.length === 0) return { byEmail, byExternalId };
+  const rows = await holdersOf.execute(trx, [orgId, ...emails, ...externalIds], `${emails.length}:${externalIds.length}`);
+  for (const row of rows) (row.kind === 'e' ? byEmail : byExternalId).set(row.value, row.id);
+  return { byEmail, byExternalId };
 }
 
 /** The labels of the organisation among those the batch names. */
