@@ -110,12 +110,13 @@ export const ABLATIONS: Ablation[] = [
   },
   {
     name: 'email-holders',
-    what: "a batch's holders of its emails not read (one of planBatch's two reads; the other, by external id, costs alike): a conflict on email then surfaces as the unique index's refusal",
+    what: "a batch's holders of its emails not read (one of the two branches of planBatch's one read; the other, by external id, costs alike): a conflict on email then surfaces as the unique index's refusal",
     replacements: [
       {
         file: 'src/domain/contacts/batchPlan.ts',
-        find: "byEmail: await idsBy(trx, orgId, 'email_lower', emails)",
-        replace: "byEmail: emails.length < 0 ? await idsBy(trx, orgId, 'email_lower', emails) : new Map<string, string>()",
+        find: "return externalIds === 0 ? byEmail : byEmail.unionAll(branch('external_id', 'x', 1 + emails, externalIds));",
+        // The external ids' branch alone (the emails' values stay bound to no slot); at least one, so that it compiles.
+        replace: "return emails < 0 ? byEmail : branch('external_id', 'x', 1 + emails, Math.max(1, externalIds));",
       },
     ],
   },
