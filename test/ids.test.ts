@@ -56,6 +56,26 @@ describe('random ids', () => {
     }
   });
 
+  it('writes every prefix (two to four characters) before its twenty characters, and draws new random ones each millisecond', () => {
+    const prefixes = ['we', 'rc', 'pk', 'con', 'evt', 'req', 'file'] as const;
+    const start = Date.now() + 2 * 86_400_000; // ahead of any id made before in this worker
+    const now = vi.spyOn(Date, 'now');
+    const randoms = new Set<string>();
+    try {
+      // 3,000 milliseconds × twelve random characters: the 4 KiB pool is drawn again about nine times.
+      for (let i = 0; i < 3000; i++) {
+        now.mockReturnValue(start + i);
+        const prefix = prefixes[i % prefixes.length]!;
+        const id = newId(prefix);
+        expect(id).toMatch(new RegExp(`^${prefix}_[0-9A-Za-z]{20}$`));
+        randoms.add(id.slice(-12));
+      }
+    } finally {
+      now.mockRestore();
+    }
+    expect(randoms.size).toBe(3000);
+  });
+
   it('makes ids that grow within a process', () => {
     const ids = Array.from({ length: 1000 }, () => newId('con'));
     expect([...ids].sort()).toEqual(ids);

@@ -55,70 +55,100 @@ export type IdPrefix =
 
 const TIME_CHARS = 8; // 62^8 ms ≈ 6,900 years
 const RANDOM_CHARS = 12; // ≈ 71 bits
+const T4 = 62 ** 4; // the time in two halves of four digits, each below 2^31: integer arithmetic
 let lastTime = -1;
-let lastTimeText = '';
 /** The random part of the last id, as digits 0–61. */
 const lastRandom = new Array<number>(RANDOM_CHARS).fill(0);
-
-/** The time part's character codes, the most significant first. */
-const timeCodes = new Array<number>(TIME_CHARS).fill(0);
+/** The last id's twenty character codes after its prefix: eight of the time, twelve random. */
+const codes = new Array<number>(TIME_CHARS + RANDOM_CHARS).fill(0);
 
 /**
- * A time in ms as TIME_CHARS base-62 characters, the most significant first (once a millisecond):
- * one string made from their codes, not eight strings added one to the next (2,800 instructions
- * an id less, counted under callgrind with a clock that moves at every id, as a server's does).
+ * The time's eight base-62 digits into `codes`, the most significant first (once a millisecond).
+ * In two halves below 2^31 each, so every division and remainder is an integer one (a time in ms
+ * is past 2^31: on it `% 62` is a floating-point remainder).
  */
-function timeText(ms: number): string {
-  const t = timeCodes;
-  for (let i = TIME_CHARS - 1; i >= 0; i--) {
-    t[i] = CODES[ms % 62]!;
-    ms = Math.floor(ms / 62);
+function writeTime(ms: number): void {
+  let high = Math.floor(ms / T4) | 0;
+  let low = (ms - high * T4) | 0;
+  for (let i = TIME_CHARS - 1; i >= 4; i--) {
+    codes[i] = CODES[low % 62]!;
+    low = (low / 62) | 0;
   }
-  return String.fromCharCode(t[0]!, t[1]!, t[2]!, t[3]!, t[4]!, t[5]!, t[6]!, t[7]!);
+  for (let i = 3; i >= 0; i--) {
+    codes[i] = CODES[high % 62]!;
+    high = (high / 62) | 0;
+  }
 }
 
-/** The random part's text: one string made from its twelve character codes. */
-function randomText(d: readonly number[]): string {
+/**
+ * The id's text in one flat string made from its character codes (prefix, `_`, time, random):
+ * not a string added to others, which V8 keeps as a tree to copy flat again when the id is bound
+ * to a statement or hashed.
+ */
+function idText(prefix: IdPrefix): string {
+  const c = codes;
+  const p0 = prefix.charCodeAt(0);
+  const p1 = prefix.charCodeAt(1);
+  if (prefix.length === 2)
+    // prettier-ignore
+    return String.fromCharCode(
+      p0, p1, 95, c[0]!, c[1]!, c[2]!, c[3]!, c[4]!, c[5]!, c[6]!, c[7]!, c[8]!, c[9]!, c[10]!,
+      c[11]!, c[12]!, c[13]!, c[14]!, c[15]!, c[16]!, c[17]!, c[18]!, c[19]!,
+    );
+  if (prefix.length > 4) return `${prefix}_${String.fromCharCode(...c)}`; // none yet: IdPrefix's are 2 to 4 characters
+  const p2 = prefix.charCodeAt(2);
+  if (prefix.length === 3)
+    // prettier-ignore
+    return String.fromCharCode(
+      p0, p1, p2, 95, c[0]!, c[1]!, c[2]!, c[3]!, c[4]!, c[5]!, c[6]!, c[7]!, c[8]!, c[9]!, c[10]!,
+      c[11]!, c[12]!, c[13]!, c[14]!, c[15]!, c[16]!, c[17]!, c[18]!, c[19]!,
+    );
+  // prettier-ignore
   return String.fromCharCode(
-    CODES[d[0]!]!,
-    CODES[d[1]!]!,
-    CODES[d[2]!]!,
-    CODES[d[3]!]!,
-    CODES[d[4]!]!,
-    CODES[d[5]!]!,
-    CODES[d[6]!]!,
-    CODES[d[7]!]!,
-    CODES[d[8]!]!,
-    CODES[d[9]!]!,
-    CODES[d[10]!]!,
-    CODES[d[11]!]!,
+    p0, p1, p2, prefix.charCodeAt(3), 95, c[0]!, c[1]!, c[2]!, c[3]!, c[4]!, c[5]!, c[6]!, c[7]!,
+    c[8]!, c[9]!, c[10]!, c[11]!, c[12]!, c[13]!, c[14]!, c[15]!, c[16]!, c[17]!, c[18]!, c[19]!,
   );
 }
 
 /**
  * Opaque identifiers with a type prefix, e.g. `con_0Q8fK2mN…`: 8 characters of time then 12
  * random, like a ULID. Within one process ids only grow, so records made in the same millisecond
- * still list in the order they were made (lists order by created_at, then id). The random part is
- * written with one fixed-argument `String.fromCharCode`, not an array spread into it (a keyed
- * create makes three ids: contact, event, request; issue 46).
+ * still list in the order they were made (lists order by created_at, then id). A keyed create
+ * makes three ids (contact, event, request; issue 46): the id is written as one string from its
+ * codes, its time in integer arithmetic.
  */
 export function newId(prefix: IdPrefix): string {
   const now = Date.now();
   if (now > lastTime) {
     lastTime = now;
-    lastTimeText = timeText(now);
+    writeTime(now);
+    // The pool and its position in locals: a module variable is loaded and stored through its
+    // context at every byte.
+    let bytes = pool;
+    let at = used;
     for (let i = 0; i < RANDOM_CHARS;) {
-      const byte = randomByte();
-      if (byte < 248) lastRandom[i++] = byte % 62;
+      if (at === bytes.length) {
+        bytes = pool = randomBytes(POOL_BYTES);
+        at = 0;
+      }
+      const byte = bytes[at++]!;
+      if (byte < 248) {
+        const digit = byte % 62;
+        lastRandom[i] = digit;
+        codes[TIME_CHARS + i++] = CODES[digit]!;
+      }
     }
+    used = at;
   } else {
     // Same millisecond (or the clock stepped back): count up from the previous id.
     for (let i = RANDOM_CHARS - 1; i >= 0; i--) {
-      lastRandom[i] = (lastRandom[i]! + 1) % 62;
-      if (lastRandom[i] !== 0) break;
+      const digit = (lastRandom[i]! + 1) % 62;
+      lastRandom[i] = digit;
+      codes[TIME_CHARS + i] = CODES[digit]!;
+      if (digit !== 0) break;
     }
   }
-  return `${prefix}_${lastTimeText}${randomText(lastRandom)}`;
+  return idText(prefix);
 }
 
 /** Whether `value` looks like an id of this kind; lets a lookup skip the database for garbage. */
