@@ -18,6 +18,7 @@ import { dashboard, notFoundPage } from './dashboard/plugin.js';
 import type { SignInThrottle } from './dashboard/signInThrottle.js';
 import { authenticatedApi } from './http/api.js';
 import { cutStalledBodies } from './http/bodyTimeout.js';
+import { cutStalledSends } from './http/sendTimeout.js';
 import { clientErrorHandler, MAX_URL_BYTES } from './http/clientErrors.js';
 import { errorHandler } from './http/errorHandler.js';
 import { useStrictJson } from './http/jsonBody.js';
@@ -176,6 +177,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const shutdown = deps.shutdown ?? new ShutdownState();
   closeConnectionsWhenShuttingDown(app, shutdown);
   late.watchBody = cutStalledBodies(app, config.bodyIdleTimeoutSeconds);
+  cutStalledSends(app, config.sendTimeoutSeconds);
 
   const methodNotAllowed = checkEveryRequest(app, config.docsUrl);
 

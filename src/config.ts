@@ -33,6 +33,8 @@ export interface Config {
   headersTimeoutSeconds: number;
   /** A request body that stops arriving for this long is cut with 408 (a slow one that keeps arriving is not). */
   bodyIdleTimeoutSeconds: number;
+  /** A connection whose answers wait in the server and have not moved toward its client for this long is closed. */
+  sendTimeoutSeconds: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutSeconds: number;
   /** A crashed request's Idempotency-Key claim lapses after this; a retry may then run it. */

@@ -4,50 +4,10 @@ import path from 'node:path';
 import { ConfigError, type Config, type S3Settings } from '../config.js';
 import { poolMode, postgresUrl } from './database.js';
 import { secretKey, withSecretFiles } from './secrets.js';
+import { bool, int, optionalFile, positiveNumber, url, type Env } from './variables.js';
 import { DEFAULT_SESSION_IDLE_MINUTES, SESSION_DAYS } from '../domain/sessions/sessions.js';
 
 /** Reads and checks each environment variable into the Config (see config.ts); nothing else reads process.env. */
-
-type Env = Record<string, string | undefined>;
-
-function int(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
-  const value = Number(raw.trim());
-  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-function positiveNumber(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw.trim());
-  if (!Number.isFinite(value) || value <= 0) throw new ConfigError(name, `must be a positive number, got "${raw}"`);
-  return value;
-}
-
-function url(env: Env, name: string, fallback: string, protocols: string[]): string {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(name, `must be a URL, got "${raw}"`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
-  }
-  return raw.replace(/\/+$/, '');
-}
-
-function optionalFile(env: Env, name: string): string | null {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return null;
-  if (!existsSync(raw)) throw new ConfigError(name, `file "${raw}" does not exist`);
-  return raw;
-}
 
 /**
  * Whose X-Forwarded-For to believe (IDENTITY.md rule 20): a hop count (`1`: the one proxy in front)
@@ -109,14 +69,6 @@ function dnsServers(env: Env): string[] | null {
   }
   if (servers.length > 10) throw new ConfigError('DNS_SERVERS', 'must name at most 10 servers');
   return servers;
-}
-
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (raw === 'true') return true;
-  if (raw === 'false') return false;
-  throw new ConfigError(name, `must be true or false, got "${raw}"`);
 }
 
 /** The default retry schedule of webhook deliveries: about a day in all. */
@@ -270,6 +222,7 @@ export function loadConfig(given: Env = process.env, options: LoadOptions = {}):
     requestTimeoutSeconds,
     headersTimeoutSeconds,
     bodyIdleTimeoutSeconds,
+    sendTimeoutSeconds: int(env, 'SEND_TIMEOUT_SECONDS', 60, 1, 3600),
     keepAliveTimeoutSeconds: int(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
     idempotencyLockSeconds: int(env, 'IDEMPOTENCY_LOCK_SECONDS', 60, 1, 3600),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),

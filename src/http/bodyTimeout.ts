@@ -142,8 +142,8 @@ export function cutStalledBodies(app: FastifyInstance, seconds: number): (reques
       // once the request's buffer is full and nobody takes from it (a hook waiting on the database,
       // a consumer slower than the client). The bytes then wait in the kernel: the server is not
       // reading, so no wait runs. Node's request timeout still bounds the request, and a client
-      // that takes no answer at all holds its connection no longer than its unread answers alone
-      // would (Node has no timeout for those). A paused socket whose client was slow to take its
+      // that takes no answer at all loses its connection to the send timeout (sendTimeout.ts),
+      // whatever its body does. A paused socket whose client was slow to take its
       // answers once counted as the client's stall, and slow readers were cut (408, then the
       // connection in the middle of their answers; a hostile review's find): the kernel shows what
       // a client takes only in steps of half its send buffer (megabytes), so no tick can tell a

@@ -7,6 +7,7 @@ import type { SignedLinks } from '../../domain/files/links.js';
 import { openDownload, receiveUpload } from '../../domain/files/transfer.js';
 import { File, LinkParams } from '../schemas/files.js';
 import { Problem } from '../schemas/problem.js';
+import { answeredBeforeBody } from '../../web/answeredBeforeBody.js';
 
 export interface TransferDeps {
   db: Kysely<Database>;
@@ -63,12 +64,7 @@ export const transferRoutes: FastifyPluginAsyncTypebox<TransferDeps> = async (ap
       try {
         file = await receiveUpload(db, files.blobs, files.maxFileBytes, claims, request.raw, declared, new Date(), request.id);
       } catch (error) {
-        // Answered already (the body timer's 408): its request aborted, nothing to say; a failure of
-        // another kind (the body had all arrived before the 408 was written) is still logged.
-        if (reply.sent) {
-          if (!request.raw.destroyed) request.log.error({ err: error }, 'upload failed after its 408');
-          return undefined;
-        }
+        if (answeredBeforeBody(request, reply, error, 'upload')) return undefined;
         throw error;
       }
       reply.removeHeader('connection');

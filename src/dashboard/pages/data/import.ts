@@ -14,6 +14,7 @@ import { checkCsrf, ctxOf } from '../../context.js';
 import { formatNumber, html, plural, type Html } from '../../html.js';
 import { csrf, page } from '../../layout.js';
 import type { DashboardDeps } from '../../dashboardDeps.js';
+import { answeredBeforeBody } from '../../../web/answeredBeforeBody.js';
 
 const megabytes = (bytes: number) => `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB`;
 
@@ -212,12 +213,7 @@ export const importPages: FastifyPluginAsync<DashboardDeps> = async (app, { db, 
       form = await readForm(request);
     } catch (error) {
       if (error instanceof ServiceError) throw error; // a bad CSRF token: the 403 page
-      // Answered already (the body timer's 408): its request aborted, nothing to say; a failure of
-      // another kind (the form had all arrived before the 408 was written) is still logged.
-      if (reply.sent) {
-        if (!request.raw.destroyed) request.log.error({ err: error }, 'import form failed after its 408');
-        return undefined;
-      }
+      if (answeredBeforeBody(request, reply, error, 'import form')) return undefined;
       // A malformed or cut-off multipart body, or more parts than the form has: a form error.
       request.log.info({ err: error }, 'unreadable import form');
       return formPage(request, reply, 400, { error: 'The upload could not be read. Choose one CSV file and try again.' });
