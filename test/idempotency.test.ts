@@ -39,6 +39,61 @@ describe('fingerprint', () => {
     }
   });
 
+  it('writes what sorting each object by its keys writes, for random nested bodies (keys of every kind, inherited names, __proto__)', () => {
+    // The reference: each object's own keys sorted by UTF-16 code units, values by JSON.stringify.
+    const reference = (value: unknown): string => {
+      if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+      if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : reference(item))).join(',')}]`;
+      const entries = Object.keys(value)
+        .sort()
+        .filter((key) => (value as Record<string, unknown>)[key] !== undefined);
+      return `{${entries.map((key) => `${JSON.stringify(key)}:${reference((value as Record<string, unknown>)[key])}`).join(',')}}`;
+    };
+    const names = [
+      'a',
+      'b',
+      'B',
+      'é',
+      '',
+      '0',
+      '9',
+      '10',
+      '-1',
+      '1.5',
+      'constructor',
+      'toString',
+      'valueOf',
+      'hasOwnProperty',
+      '😀',
+      'a"b',
+      '\n',
+      'z',
+    ];
+    let seed = 46;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const valueOf = (depth: number): unknown => {
+      const kind = random(depth > 3 ? 5 : 8);
+      if (kind === 0) return null;
+      if (kind === 1) return random(2) === 0;
+      if (kind === 2) return random(1000) / 8 - 50;
+      if (kind === 3 || kind === 4) return names[random(names.length)]! + String.fromCharCode(random(0x3000));
+      if (kind === 5) return Array.from({ length: random(4) }, () => valueOf(depth + 1));
+      const object: Record<string, unknown> = {};
+      for (let i = random(6); i > 0; i--) object[names[random(names.length)]!] = random(10) === 0 ? undefined : valueOf(depth + 1);
+      return object;
+    };
+    for (let i = 0; i < 3000; i++) {
+      const value = valueOf(0);
+      expect(canonicalJson(value)).toBe(reference(value));
+      // As a body arrives: parsed from its text (an own `__proto__` key included).
+      const parsed: unknown = JSON.parse(JSON.stringify({ __proto__x: value, [`k${i}`]: value }).replace('__proto__x', '__proto__'));
+      expect(canonicalJson(parsed)).toBe(reference(parsed));
+    }
+  });
+
   it('quotes every string, key or value, as JSON.stringify does', () => {
     // canonicalJson quotes short strings itself when nothing in them needs an escape: every UTF-16
     // code unit alone, beside text and in a key, surrogate pairs and halves, and the length

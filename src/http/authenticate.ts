@@ -6,6 +6,7 @@ import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../domain/e
 import { DEFAULT_SANDBOX_DAILY_QUOTA, type RateLimiter, type RateLimitSettings } from './rateLimiter.js';
 import type { VerifiedKeyCache } from '../domain/apiKeys/keyCache.js';
 import { policyHeader, setRateLimitHeaders } from './rateLimitHeaders.js';
+import { routeOf } from './routeOf.js';
 
 export interface AuthDeps {
   db: Kysely<Database>;
@@ -67,8 +68,7 @@ export function authenticate(deps: AuthDeps) {
       );
     }
 
-    // routeOptions is a getter that builds a new object at each read: read once.
-    const { config } = request.routeOptions;
+    const { config } = routeOf(request);
     const scope = config.scope;
     if (scope && !key.scopes.has(scope)) {
       throw new ForbiddenError(`This API key lacks the ${scope} scope required for this operation.`);

@@ -8,6 +8,7 @@ import { BadRequestError, ConflictError, UnprocessableError } from '../domain/er
 import { claim, complete, release, type Claim } from '../infra/idempotency/store.js';
 import { parseJson } from '../domain/json.js';
 import { SerializedAnswer } from './context.js';
+import { routeOf } from './routeOf.js';
 
 export type IdempotencyClaim = Claim;
 
@@ -130,7 +131,7 @@ export function idempotencyPreHandler(db: Kysely<Database>, lockMs: number) {
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     if (key === null) return undefined;
     const orgId = request.apiKey.orgId;
-    const print = fingerprint(request.method, request.routeOptions.url ?? '', request.params, request.body);
+    const print = fingerprint(request.method, routeOf(request).url ?? '', request.params, request.body);
     const result = await claim(db, orgId, key, print, new Date(), lockMs);
     switch (result.outcome) {
       case 'claimed':

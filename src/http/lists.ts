@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Ctx } from '../domain/context.js';
 import { decodeCursor, encodeCursor, type JsonItem, type Page, type PageRequest } from '../domain/pagination.js';
+import { routeOf } from './routeOf.js';
 
 export interface ListQuery {
   limit?: number;
@@ -13,7 +14,7 @@ export interface ListQuery {
  */
 function bindingOf(request: FastifyRequest, orgId: string, filters: Record<string, unknown>): string {
   const params = request.params as Record<string, string> | undefined;
-  return JSON.stringify([orgId, request.routeOptions.url, params ?? {}, filters]);
+  return JSON.stringify([orgId, routeOf(request).url, params ?? {}, filters]);
 }
 
 export function pageRequest(

@@ -4,6 +4,7 @@ import type { Database } from '../db/schema.js';
 import { describeOrigin } from '../domain/apiKeys/apiKeys.js';
 import { nowIso } from '../domain/ids.js';
 import { writeRequests, type LoggedRequest } from '../domain/requests/requestLog.js';
+import { routeOf } from './routeOf.js';
 
 /**
  * Rows written together, at most; a full batch is written at once rather than on the next tick.
@@ -109,7 +110,7 @@ export function logRequests(app: FastifyInstance, writer: RequestLogWriter): voi
         at: nowIso(new Date()),
         method: request.method,
         // The template, never the path (it may hold an e-mail address: ?email= is in the query, ids in the path).
-        route: request.routeOptions.url ?? '(no route)',
+        route: routeOf(request).url ?? '(no route)',
         status: reply.statusCode,
         error_code: request.problemCode ?? null,
         duration_ms: Math.round(reply.elapsedTime * 100) / 100,

@@ -30,6 +30,7 @@ import {
   ContactUpdate,
 } from '../schemas/contacts.js';
 import { BODY_ERRORS, IDEMPOTENCY_ERRORS, responses } from '../schemas/responses.js';
+import { routeOf } from '../routeOf.js';
 
 const tags = ['Contacts'];
 
@@ -138,7 +139,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
     handler: async (request, reply) => {
       const { ctx, answer } = answering(request, reply, db, '201');
       const contact = await createContact(ctx, request.body, 'api');
-      reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`);
+      reply.code(201).header('location', `${routeOf(request).url}/${contact.id}`);
       return answer(contact);
     },
   });

@@ -6,6 +6,7 @@ import { ctxOf } from '../context.js';
 import { listEnvelope, pageRequest } from '../lists.js';
 import { File, FileCreate, FileDeleted, FileDownload, FileList, FileListQuery, FileParams, FileReservation } from '../schemas/files.js';
 import { BODY_ERRORS, IDEMPOTENCY_ERRORS, responses } from '../schemas/responses.js';
+import { routeOf } from '../routeOf.js';
 
 const tags = ['Files'];
 
@@ -34,7 +35,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db, 
     },
     handler: async (request, reply) => {
       const reservation = await reserveFile(ctxOf(request, db), files, request.body);
-      reply.code(201).header('location', `${request.routeOptions.url}/${reservation.id}`);
+      reply.code(201).header('location', `${routeOf(request).url}/${reservation.id}`);
       return reservation;
     },
   });

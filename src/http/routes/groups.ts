@@ -18,6 +18,7 @@ import {
   GroupUpdate,
 } from '../schemas/groups.js';
 import { BODY_ERRORS, IDEMPOTENCY_ERRORS, responses } from '../schemas/responses.js';
+import { routeOf } from '../routeOf.js';
 
 const tags = ['Groups'];
 
@@ -48,7 +49,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db,
     },
     handler: async (request, reply) => {
       const group = await createGroup(ctxOf(request, db), request.body);
-      reply.code(201).header('location', `${request.routeOptions.url}/${group.id}`);
+      reply.code(201).header('location', `${routeOf(request).url}/${group.id}`);
       return group;
     },
   });

@@ -5,6 +5,7 @@ import { ctxOf } from '../context.js';
 import { listEnvelope, pageRequest } from '../lists.js';
 import { Label, LabelCreate, LabelDeleted, LabelList, LabelListQuery, LabelParams, LabelUpdate } from '../schemas/labels.js';
 import { BODY_ERRORS, IDEMPOTENCY_ERRORS, responses } from '../schemas/responses.js';
+import { routeOf } from '../routeOf.js';
 
 const tags = ['Labels'];
 
@@ -36,7 +37,7 @@ export const labelRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { db,
     },
     handler: async (request, reply) => {
       const label = await createLabel(ctxOf(request, db), request.body);
-      reply.code(201).header('location', `${request.routeOptions.url}/${label.id}`);
+      reply.code(201).header('location', `${routeOf(request).url}/${label.id}`);
       return label;
     },
   });

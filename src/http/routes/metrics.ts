@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { RateLimitedError, UnauthorizedError } from '../../domain/errors.js';
 import { UNMATCHED, type ServiceMetrics } from '../../infra/metrics.js';
+import { routeOf } from '../routeOf.js';
 
 /**
  * GET /metrics, for Prometheus: an operator's endpoint, not part of the API (it is in no OpenAPI
@@ -41,7 +42,7 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
  */
 export function observeRequests(app: FastifyInstance, metrics: ServiceMetrics): void {
   app.addHook('onResponse', (request, reply, done) => {
-    metrics.request(request.routeOptions.url ?? UNMATCHED, request.method, reply.statusCode, reply.elapsedTime / 1000);
+    metrics.request(routeOf(request).url ?? UNMATCHED, request.method, reply.statusCode, reply.elapsedTime / 1000);
     if (reply.getHeader('idempotent-replayed') === 'true') metrics.idempotentReplay();
     done();
   });
