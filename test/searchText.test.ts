@@ -69,4 +69,17 @@ describe('searchText', () => {
       cases.push({ first_name: random(), last_name: random(), email: random(), phone: i % 3 === 0 ? null : random() + '42' });
     for (const contact of cases) expect(searchText(contact), JSON.stringify(contact)).toBe(byField(contact));
   });
+
+  it('is that text for ASCII contacts too (their own scan): 20,000 random ones', () => {
+    const ascii = ['', ' ', 'a', 'Z', 'q', '0', '9', '-', '.', '@', '+', '_', '  ', 'Ada', "O'Neil", '(20)', '\t', '\u007f', 'x1'];
+    const random = () => {
+      let text = '';
+      for (let i = Math.floor(Math.random() * 5); i > 0; i--) text += ascii[Math.floor(Math.random() * ascii.length)];
+      return text;
+    };
+    for (let i = 0; i < 20_000; i++) {
+      const contact = { first_name: random(), last_name: random(), email: random(), phone: i % 4 === 0 ? null : random() };
+      expect(searchText(contact), JSON.stringify(contact)).toBe(byField(contact));
+    }
+  });
 });
