@@ -100,7 +100,7 @@ const BESIDE: { name: string; path: string; over: string; what: string }[] = [
 const PARTS: Record<LadderTarget, { name: string; pattern: string; what: string }[]> = {
   create: [],
   'batch-upsert': [
-    { name: 'holders', pattern: '^select "id", "(email_lower|external_id)" as "value"', what: 'who holds its emails and external ids' },
+    { name: 'holders', pattern: '^select "id", \'e\' as "kind"', what: 'who holds its emails and external ids' },
     {
       name: 'matched',
       pattern: '^select "(contacts"\\."id|contact_labels"\\."contact_id)"',

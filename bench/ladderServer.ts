@@ -228,6 +228,10 @@ console.log(
   `ladder: ${targetName}, the last of ${requests} recorded requests: ${writes} writes and ${last.length - writes} reads and savepoints:`,
 );
 for (const call of last) console.log(`  ${call.sql.slice(0, 120)}`);
-for (const { name, pattern } of PARTS)
-  console.log(`ladder: part ${name}: ${last.filter((call) => new RegExp(pattern, 'i').test(call.sql)).length} of its statements`);
+for (const { name, pattern } of PARTS) {
+  const matched = last.filter((call) => new RegExp(pattern, 'i').test(call.sql)).length;
+  // A part whose pattern no longer matches the code's SQL would measure raw again: fail instead.
+  if (matched === 0) throw new Error(`ladder: part ${name}'s pattern ${pattern} matches none of the request's statements`);
+  console.log(`ladder: part ${name}: ${matched} of its statements`);
+}
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
