@@ -19,6 +19,7 @@ import type { SignInThrottle } from './dashboard/signInThrottle.js';
 import { authenticatedApi } from './http/api.js';
 import { cutStalledBodies } from './http/bodyTimeout.js';
 import { cutStalledSends } from './http/sendTimeout.js';
+import { limitPipelining } from './http/pipelining.js';
 import { clientErrorHandler, MAX_URL_BYTES } from './http/clientErrors.js';
 import { errorHandler } from './http/errorHandler.js';
 import { useStrictJson } from './http/jsonBody.js';
@@ -164,6 +165,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     : null;
   if (metrics) observeRequests(app, metrics);
 
+  limitPipelining(app);
   useStrictValidation(app);
   // Unknown query parameters are refused everywhere, not only on lists (a misspelt parameter
   // silently ignored is a bug the client never sees).

@@ -33,6 +33,7 @@ export interface DocsDeps {
 
 /** The machine-readable description, the human reference rendered from it, and the error list. */
 export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi, redoc = findRedocBundle() }) => {
+  let openApiJson: Buffer | null = null;
   app.get('/api/v1/openapi.json', {
     schema: {
       operationId: 'getOpenApi',
@@ -47,7 +48,14 @@ export const docsRoutes: FastifyPluginAsync<DocsDeps> = async (app, { openApi, r
         401: Problem,
       },
     },
-    handler: async () => openApi(),
+    // The document is fixed once the app is built: serialized once, every answer the same Buffer.
+    // Serialized per request, each answer was a fresh 235 KB string, and one 64 KB packet of
+    // pipelined GETs (no key) made the server allocate ~650 MB before writing a byte: the send
+    // timeout frees a connection's answers only if its client takes none (a hostile review's find).
+    handler: async (_request, reply) => {
+      openApiJson ??= Buffer.from(JSON.stringify(openApi()));
+      return reply.type('application/json; charset=utf-8').send(openApiJson);
+    },
   });
 
   const reference = redoc ? referencePage(redoc.url) : MISSING_RENDERER_PAGE;

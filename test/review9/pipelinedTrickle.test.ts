@@ -1,0 +1,86 @@
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serverEnv, startServerProcess, type ServerEnv } from '../helpers/serverProcess.js';
+
+/**
+ * Review 9: a connection holds every request it pipelined (Node parses a whole 64 KB read: ~1,400
+ * GETs, each a Fastify request and reply with its answer waiting behind the earlier ones, ~6 KB
+ * each even when the body is a shared Buffer) for as long as its client keeps taking bytes just
+ * fast enough for SEND_TIMEOUT_SECONDS: about a third of the send buffer a timeout (loopback: 1.4 MB
+ * per timeout, 23 KB/s at the default 60 s; a real link with a small window a few KB/s, ~85 KB a
+ * timeout with MSS 1388 measured). N such connections hold N × ~8 MB for hours, no key needed.
+ */
+const SEND_SECONDS = 4;
+const OPENAPI = 'GET /api/v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n';
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () => {
+  let env: ServerEnv;
+  let server: Awaited<ReturnType<typeof startServerProcess>>;
+
+  beforeAll(async () => {
+    env = await serverEnv('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS) });
+    server = await startServerProcess(env);
+  }, 120_000);
+  afterAll(async () => {
+    server?.child.kill('SIGKILL');
+    await server?.exited;
+    await env?.dispose();
+  });
+
+  it('ten connections reading just fast enough do not hold tens of MB for many timeouts', async () => {
+    const pid = server.child.pid!;
+    for (let i = 0; i < 3; i++) await fetch(`${env.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
+    await sleep(2000);
+    const base = rssMb(pid);
+    const sockets = await Promise.all(
+      Array.from(
+        { length: 10 },
+        () =>
+          new Promise<net.Socket>((resolve, reject) => {
+            const socket = net.connect(Number(env.env.PORT), '127.0.0.1', () => resolve(socket));
+            socket.on('error', () => {});
+            socket.once('error', reject);
+          }),
+      ),
+    );
+    let closed = 0;
+    for (const socket of sockets) {
+      socket.pause();
+      socket.once('close', () => closed++);
+      socket.write(OPENAPI.repeat(1400)); // one 64 KB read: ~330 MB of answers to take
+    }
+    // 512 KB a second each: on loopback a step of ~1.4 MB every ~3 s, inside the 4 s timeout.
+    const reader = setInterval(() => {
+      for (const socket of sockets) {
+        for (let taken = 0; taken < 65_536 && socket.readableLength > 0;) {
+          const chunk = socket.read(Math.min(65_536 - taken, socket.readableLength)) as Buffer | null;
+          if (chunk === null) break;
+          taken += chunk.length;
+        }
+      }
+    }, 125);
+    await sleep(8 * SEND_SECONDS * 1000);
+    const held = Math.round(rssMb(pid) - base);
+    clearInterval(reader);
+    for (const socket of sockets) socket.destroy();
+    // Eight timeouts on, with each client having taken under 5 % of what it asked for: either its
+    // connection is gone or what the ten hold is small.
+    expect({ closed, held, heldUnder40Mb: held < 40 }).toMatchObject({ heldUnder40Mb: true });
+  });
+
+  it('answers every request of a client that pipelines up to a hundred behind the one answered', async () => {
+    const socket = await new Promise<net.Socket>((resolve, reject) => {
+      const socket = net.connect(Number(env.env.PORT), '127.0.0.1', () => resolve(socket));
+      socket.once('error', reject);
+    });
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+    socket.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(101));
+    for (let i = 0; i < 100 && text.split('HTTP/1.1 200').length - 1 < 101; i++) await sleep(50);
+    socket.destroy();
+    expect(text.split('HTTP/1.1 200').length - 1).toBe(101);
+  });
+});
