@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { serverEnv, startServerProcess, type ServerEnv } from '../helpers/serverProcess.js';
+import { serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
 
 /**
  * Review 9: SEND_TIMEOUT_SECONDS bounds how long a client that reads NOTHING holds its queued

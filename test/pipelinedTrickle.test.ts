@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serverEnv, startServerProcess, type ServerEnv } from '../helpers/serverProcess.js';
+import { serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
 
 /**
  * Review 9: a connection holds every request it pipelined (Node parses a whole 64 KB read: ~1,400
