@@ -41,7 +41,7 @@ export const ABLATIONS: Ablation[] = [
     replacements: [
       {
         file: 'src/http/routes/contacts.ts',
-        find: "      reply.code(201).header('location', `${request.routeOptions.url}/${contact.id}`);",
+        find: "      reply.code(201).header('location', `${routeOf(request).url}/${contact.id}`);",
         replace: '      reply.code(201);',
       },
     ],
