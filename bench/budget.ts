@@ -139,6 +139,8 @@ const api = (seeded: Seeded, json = false): Record<string, string> => ({
  */
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 400);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 16000);
+/** Batches of warm-up for batch-upsert (BENCH_BATCH_WARMUP; bench/floor.ts reads the same). */
+const BATCH_WARMUP = Number(process.env.BENCH_BATCH_WARMUP ?? 100);
 
 const TARGETS: Target[] = [
   {
@@ -185,7 +187,7 @@ const TARGETS: Target[] = [
     name: 'batch-upsert',
     unit: 'contact',
     per: 100,
-    warmup: 100,
+    warmup: BATCH_WARMUP,
     requests: 10,
     logged: false,
     request: (n, seeded) => ({

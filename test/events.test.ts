@@ -153,6 +153,48 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
     }
   });
 
+  it("holds each batch contact, created or updated, as its item's own text in the answer, keyed or not", async () => {
+    const { key } = await setup();
+    const label = (await h.call(key, 'POST', '/api/v1/contacts/labels', { name: 'Ünï "L"' })).json<{ id: string }>();
+    const eventsOf = async (type: string) => {
+      const res = await h.call(key, 'GET', `/api/v1/events?limit=100&type=${type}`);
+      return res.body;
+    };
+    for (const headers of [{}, { 'idempotency-key': 'batch-once' }] as Record<string, string>[]) {
+      const tag = Object.keys(headers).length;
+      const items = (changed: string) => [
+        { first_name: `Zoë "${changed}"`, email: `b${tag}-0@example.com`, metadata: { a: changed }, label_ids: [label.id] },
+        { first_name: 'Line\u2028sep', email: `b${tag}-1@EXAMPLE.com`, notes: 'a\tb', external_id: `x${tag}` },
+      ];
+      const first = await h.call(key, 'POST', '/api/v1/contacts/batch', { mode: 'upsert', contacts: items('1') }, headers);
+      expect(first.statusCode, first.body).toBe(200);
+      // Upserted again: the first item changes (an update with previous_attributes), the second not.
+      const again = await h.call(
+        key,
+        'POST',
+        '/api/v1/contacts/batch',
+        { mode: 'upsert', contacts: items('2') },
+        tag ? { 'idempotency-key': 'batch-twice' } : {},
+      );
+      expect(again.statusCode, again.body).toBe(200);
+      const text = (body: string, index: number) => {
+        const start = body.indexOf(`{"index":${index},"status":`);
+        const contact = body.indexOf('"contact":', start) + '"contact":'.length;
+        const view = JSON.stringify(JSON.parse(body).data[index].contact).length;
+        return body.slice(contact, contact + view);
+      };
+      const created = await eventsOf('contact.created');
+      for (const index of [0, 1]) expect(created).toContain(`"data":{"object":${text(first.body, index)}}`);
+      const updated = await eventsOf('contact.updated');
+      expect(updated).toContain(`"data":{"object":${text(again.body, 0)},"previous_attributes":{`);
+      expect(JSON.parse(again.body).data.map((item: { status: number }) => item.status)).toEqual([200, 200]);
+      if (tag) {
+        const replayed = await h.call(key, 'POST', '/api/v1/contacts/batch', { mode: 'upsert', contacts: items('2') }, { 'idempotency-key': 'batch-twice' });
+        expect(replayed.body).toBe(again.body);
+      }
+    }
+  });
+
   it('names who made each change and the request that made it: an API key, a dashboard user, the system', async () => {
     const { org, key, events } = await setup();
     const { id: keyId } = await h.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();

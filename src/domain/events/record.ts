@@ -87,11 +87,11 @@ export async function recordEvents(
   const json = 'cause' in ctx ? undefined : ctx.json;
   const events: ReturnType<typeof eventRow>[] = [];
   for (const { object, previousAttributes } of changes) {
-    const data = previousAttributes
-      ? JSON.stringify({ object, previous_attributes: previousAttributes })
-      : json
-        ? `{"object":${json(object)}}`
-        : JSON.stringify({ object });
+    const data = json
+      ? previousAttributes
+        ? `{"object":${json(object)},"previous_attributes":${JSON.stringify(previousAttributes)}}`
+        : `{"object":${json(object)}}`
+      : JSON.stringify(previousAttributes ? { object, previous_attributes: previousAttributes } : { object });
     events.push(eventRow(ctx.orgId, type, object, data, at, cause));
   }
   await insertRows(trx, 'events', EVENT_COLUMNS, events);

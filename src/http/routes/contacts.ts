@@ -11,7 +11,7 @@ import { problemOf } from '../errorHandler.js';
 import { fieldErrorsOf } from '../fieldErrors.js';
 import { statusOf } from '../../web/errorStatus.js';
 import { compileBodyValidator } from '../validation.js';
-import { serializerOf } from '../serializers.js';
+import { answeringBatch, batchAnswer } from '../batchAnswer.js';
 import { isMetadataKey } from '../../domain/metadata.js';
 import type { ApiDeps } from '../apiDeps.js';
 import { answering, ctxOf } from '../context.js';
@@ -57,22 +57,6 @@ function batchItems(contacts: unknown[]): BatchItem[] {
     }));
     return { error: new ValidationError(errors, `The item is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}.`) };
   });
-}
-
-/**
- * The batch's answer (status 200) serialized with each item written by the branch its shape names,
- * `contact` or `error` (the handler makes them so), where the union's serializer validated every
- * item against the contact's branch with Ajv to choose one (about 19,000 instructions a contact,
- * issue 46). Each item still leaves with its branch's documented fields only; the documented
- * schema (openapi.json) is the union. Other statuses: the app's serializers.
- */
-export function batchSerializerCompiler(route: Parameters<typeof serializerOf>[0]) {
-  if (String(route.httpStatus) !== '200') return serializerOf(route);
-  const schema = structuredClone(route.schema) as { properties: { data: { items: { anyOf?: object[] } } } };
-  const branches = schema.properties.data.items.anyOf;
-  if (branches?.length !== 2) throw new Error('ContactBatchResult: its items are no longer a union of two: update batchSerializerCompiler');
-  schema.properties.data.items = { if: { type: 'object', required: ['contact'] }, then: branches[0]!, else: branches[1]! } as never;
-  return serializerOf({ ...route, schema });
 }
 
 /** A failed item's problem names its place in the batch: `contacts[3].email`, and `index`. */
@@ -157,15 +141,15 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
     },
     // The envelope is checked before the handler; each item is checked in it, answered on its own.
     validatorCompiler: (route) => (route.httpPart === 'body' ? compileBodyValidator(ContactBatchEnvelope) : app.validatorCompiler!(route)),
-    serializerCompiler: (route) => batchSerializerCompiler(route as Parameters<typeof serializerOf>[0]),
     handler: async (request) => {
       const body = request.body as unknown as { mode: BatchMode; match_on?: MatchOn; atomic?: boolean; contacts: unknown[] };
       const options = { mode: body.mode, matchOn: body.match_on ?? 'email', atomic: body.atomic ?? false };
+      // Each contact's JSON written once, for its event and its item of the answer (batchAnswer.ts).
+      const { ctx, textOf } = answeringBatch(request, db);
       try {
-        const outcomes = await batchContacts(ctxOf(request, db), batchItems(body.contacts), options);
-        return {
-          object: 'batch_result' as const,
-          data: outcomes.map((outcome) =>
+        const outcomes = await batchContacts(ctx, batchItems(body.contacts), options);
+        return batchAnswer(
+          outcomes.map((outcome) =>
             'contact' in outcome
               ? outcome
               : {
@@ -174,7 +158,8 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
                   error: itemProblem(outcome.error, outcome.index, docsUrl, request.id),
                 },
           ),
-        };
+          textOf,
+        );
       } catch (error) {
         if (!(error instanceof BatchItemFailed)) throw error;
         const { index, error: cause } = error;
