@@ -22,7 +22,8 @@ const branches = ContactBatchResult.properties.data.items.anyOf;
 if (branches.length !== 2 || !('contact' in branches[0].properties) || !('error' in branches[1].properties)) {
   throw new Error('ContactBatchResult: its items are no longer a contact branch and an error branch: update batchAnswer.ts');
 }
-const contactJson = serializerOf(route(Contact)) as (contact: object) => string;
+/** A contact's JSON as the API answers it (bench/valuesLoop.ts counts it too). */
+export const contactJson = serializerOf(route(Contact)) as (contact: object) => string;
 const failedItemJson = serializerOf(route(branches[1])) as (item: object) => string;
 
 /** An item of the answer: a contact written (200 or 201), or the problem of a failed item. */
