@@ -45,7 +45,10 @@ const REPLAY: Record<FloorTarget, [number, number]> = { create: [200, 1000], 'ba
  * budget's, request for request, on a database the size the budget's requests meet (FTS5's merges
  * and the b-trees grow with it; 200 and 10 until 2026-11-28, ~1,200 contacts against ~9,000).
  */
-const WARMUP: Record<FloorTarget, number> = { create: Number(process.env.BENCH_WARMUP ?? 16000), 'batch-upsert': Number(process.env.BENCH_BATCH_WARMUP ?? 100) };
+const WARMUP: Record<FloorTarget, number> = {
+  create: Number(process.env.BENCH_WARMUP ?? 16000),
+  'batch-upsert': Number(process.env.BENCH_BATCH_WARMUP ?? 100),
+};
 /**
  * The windows the floor's writes are counted in, as bench/budget.ts counts the target: `windows`
  * of `window` requests after `start` replayed to warm the loop. The recording starts `start`

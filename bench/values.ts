@@ -62,7 +62,9 @@ try {
     const [short, long] = await Promise.all([count(stages, BATCHES_SHORT, dir), count(stages, BATCHES_LONG, dir)]);
     perContact.push((long - short) / ((BATCHES_LONG - BATCHES_SHORT) * CONTACTS));
   }
-  console.log(`batch-upsert's values, made by the built app's functions, instructions a contact (batches ${BATCHES_SHORT}–${BATCHES_LONG}):`);
+  console.log(
+    `batch-upsert's values, made by the built app's functions, instructions a contact (batches ${BATCHES_SHORT}–${BATCHES_LONG}):`,
+  );
   console.log(`  ${fmt(perContact[0]!).padStart(7)}  the loop and the request bodies (not counted below)`);
   for (let s = 1; s <= STAGES.length; s++) console.log(`  ${fmt(perContact[s]! - perContact[s - 1]!).padStart(7)}  ${STAGES[s - 1]}`);
   console.log(`  ${fmt(perContact[STAGES.length]! - perContact[0]!).padStart(7)}  in all`);

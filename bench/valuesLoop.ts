@@ -112,7 +112,10 @@ for (let n = 0; n < batches; n++) {
   } else {
     // 5. the answer: every item's text, in item order.
     const answer = batchAnswer(
-      [...created.map((contact, i) => ({ index: i, status: 201, contact })), ...updated.map((contact, i) => ({ index: 50 + i, status: 200, contact }))],
+      [
+        ...created.map((contact, i) => ({ index: i, status: 201, contact })),
+        ...updated.map((contact, i) => ({ index: 50 + i, status: 200, contact })),
+      ],
       (contact: object) => texts.get(contact)!,
     );
     sink += answer.text.length;

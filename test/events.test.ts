@@ -189,7 +189,13 @@ describe.each(DIALECTS)('events on %s', (dialect) => {
       expect(updated).toContain(`"data":{"object":${text(again.body, 0)},"previous_attributes":{`);
       expect(JSON.parse(again.body).data.map((item: { status: number }) => item.status)).toEqual([200, 200]);
       if (tag) {
-        const replayed = await h.call(key, 'POST', '/api/v1/contacts/batch', { mode: 'upsert', contacts: items('2') }, { 'idempotency-key': 'batch-twice' });
+        const replayed = await h.call(
+          key,
+          'POST',
+          '/api/v1/contacts/batch',
+          { mode: 'upsert', contacts: items('2') },
+          { 'idempotency-key': 'batch-twice' },
+        );
         expect(replayed.body).toBe(again.body);
       }
     }

@@ -50,10 +50,7 @@ export function batchAnswer(items: BatchAnswerItem[], textOf: (contact: object) 
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
     if (i > 0) text += ',';
-    text +=
-      'contact' in item
-        ? `{"index":${item.index},"status":${item.status},"contact":${textOf(item.contact)}}`
-        : failedItemJson(item);
+    text += 'contact' in item ? `{"index":${item.index},"status":${item.status},"contact":${textOf(item.contact)}}` : failedItemJson(item);
   }
   return new SerializedAnswer(items, `${text}]}`);
 }
