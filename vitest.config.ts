@@ -27,9 +27,9 @@ function testFiles(dir: string): string[] {
     .sort();
 }
 
-/** Places that start a process: `startServerProcess(…)` or `spawn(…)` calls, imports aside. */
+/** Places that start a process: `startServerProcess(…)`, `suiteServer(…)` or `spawn(…)` calls, imports aside. */
 function processStarts(text: string): number {
-  return text.split('\n').filter((line) => !/^\s*import\b/.test(line) && /\b(startServerProcess|spawn)\(/.test(line)).length;
+  return text.split('\n').filter((line) => !/^\s*import\b/.test(line) && /\b(startServerProcess|suiteServer|spawn)\(/.test(line)).length;
 }
 
 export function needsFullTier(file: string, text: string): boolean {

@@ -1,9 +1,10 @@
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { bigBatch } from './helpers/bigBatch.js';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { orgWithKey } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 
 /**
  * The body timer (src/http/bodyTimeout.ts) cuts a body whose client stopped sending, told by the
@@ -69,30 +70,23 @@ function post(
 }
 
 describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the client stalling', { timeout: 120_000 }, () => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    env = await serverEnv('postgres', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) });
-    server = await startServerProcess(env);
-  }, 120_000);
-  afterAll(async () => {
-    server?.child.kill('SIGCONT');
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
+  const suite = suiteServer('postgres', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) }, { stopWith: 'SIGKILL' });
+  // Registered after the suite's server, so run before it is stopped: a test that failed while the
+  // server was stopped (SIGSTOP) leaves it stopped.
+  afterAll(() => {
+    suite.server.child.kill('SIGCONT');
   });
 
   it('waits for a hook held by the database (the whole body sent), then answers the request', async () => {
     // A key the server has never seen: its hook reads api_keys, which another connection holds locked
     // for three times the idle timeout (below the statement timeout, so the request can succeed).
-    const { key } = await orgWithKey(env.env);
-    const locker = new pg.Client({ connectionString: env.env.DATABASE_URL });
+    const { key } = await orgWithKey(suite.env.env);
+    const locker = new pg.Client({ connectionString: suite.env.env.DATABASE_URL });
     await locker.connect();
     try {
       await locker.query('begin');
       await locker.query('lock table api_keys in access exclusive mode');
-      const answer = post(env.url, '/api/v1/contacts/batch', key, bigBatch(`held-${Date.now()}`), 1 << 20, 0);
+      const answer = post(suite.url, '/api/v1/contacts/batch', key, bigBatch(`held-${Date.now()}`), 1 << 20, 0);
       await sleep(IDLE_SECONDS * 3000);
       await locker.query('commit');
       const { status, text } = await answer;
@@ -103,23 +97,23 @@ describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the clie
   });
 
   it('does not cut a body that kept arriving while the server process was paused', async () => {
-    const { key } = await orgWithKey(env.env);
+    const { key } = await orgWithKey(suite.env.env);
     // Other clients keep the server busy, so that it is stopped in the middle of its work rather than
     // waiting for input: on waking it then runs its due timers before it reads what arrived.
     let loading = true;
     const load = Array.from({ length: 3 }, async () => {
       while (loading)
-        await fetch(`${env.url}/api/v1/contacts?limit=100`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.arrayBuffer());
+        await fetch(`${suite.url}/api/v1/contacts?limit=100`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.arrayBuffer());
     });
     try {
       // 16 KiB every 150 ms for about seven seconds; the server is stopped three times for 1.8 idle
       // timeouts (each a chance to be caught busy: the old timer cut at one of them, most runs).
-      const answer = post(env.url, '/api/v1/contacts/batch', key, bigBatch(`paused-${Date.now()}`), 16_384, 150);
+      const answer = post(suite.url, '/api/v1/contacts/batch', key, bigBatch(`paused-${Date.now()}`), 16_384, 150);
       for (let pause = 0; pause < 3; pause++) {
         await sleep(300);
-        server.child.kill('SIGSTOP');
+        suite.server.child.kill('SIGSTOP');
         await sleep(IDLE_SECONDS * 1800);
-        server.child.kill('SIGCONT');
+        suite.server.child.kill('SIGCONT');
       }
       const { status, text } = await answer;
       expect(status, text.slice(0, 400)).toBe(200);
@@ -136,9 +130,9 @@ describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the clie
     // what a blocked loop is to the timer (its next tick runs late), without depending on this
     // machine's speed. Half a body, then nothing; the server is stopped for 0.7 idle timeouts (over
     // two of the timer's ticks) every idle timeout, twelve times.
-    const { key } = await orgWithKey(env.env);
+    const { key } = await orgWithKey(suite.env.env);
     const body = bigBatch(`stalled-${Date.now()}`);
-    const answer = post(env.url, '/api/v1/contacts/batch', key, body, 1 << 20, 0, 4096);
+    const answer = post(suite.url, '/api/v1/contacts/batch', key, body, 1 << 20, 0, 4096);
     let settled: { status: number; text: string } | undefined;
     void answer.then(
       (a) => (settled = a),
@@ -146,9 +140,9 @@ describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the clie
     );
     for (let stop = 0; stop < 12 && settled === undefined; stop++) {
       await sleep(IDLE_SECONDS * 300);
-      server.child.kill('SIGSTOP');
+      suite.server.child.kill('SIGSTOP');
       await sleep(IDLE_SECONDS * 700);
-      server.child.kill('SIGCONT');
+      suite.server.child.kill('SIGCONT');
     }
     // Cut while the stops went on (the old timer: never, all twelve).
     expect(settled, 'the stalled body was still open after twelve late ticks').toBeDefined();
@@ -159,12 +153,12 @@ describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the clie
     // request's buffer empty) while answers to pipelined requests wait behind one still running.
     // A: waits on a lock (its key is read from api_keys); B: a large answer, queued behind A; C: a
     // batch sent whole. C was answered 408 "send it again" (3 runs of 3).
-    const { key } = await orgWithKey(env.env);
-    const { port } = new URL(env.url);
+    const { key } = await orgWithKey(suite.env.env);
+    const { port } = new URL(suite.url);
     // The OpenAPI document is built on first use: built now, B's answer is queued at once below.
-    await fetch(`${env.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
+    await fetch(`${suite.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
     const body = bigBatch(`pipelined-${Date.now()}`);
-    const locker = new pg.Client({ connectionString: env.env.DATABASE_URL });
+    const locker = new pg.Client({ connectionString: suite.env.env.DATABASE_URL });
     await locker.connect();
     const socket = net.connect(Number(port), '127.0.0.1');
     const connected = new Promise((resolve) => socket.on('connect', resolve));
@@ -203,9 +197,9 @@ describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the clie
     // connection, which stayed open until REQUEST_TIMEOUT_SECONDS (300 s here). Sent in one write,
     // the requests are all read before any answer is written (their hooks wait on the database), so
     // Node does not pause the connection: the server reads the body, and it stalls.
-    const { key } = await orgWithKey(env.env);
-    const { port } = new URL(env.url);
-    await fetch(`${env.url}/api/v1/contacts/batch`, {
+    const { key } = await orgWithKey(suite.env.env);
+    const { port } = new URL(suite.url);
+    await fetch(`${suite.url}/api/v1/contacts/batch`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: bigBatch(`unread-${Date.now()}`),
@@ -233,7 +227,7 @@ describe.skipIf(!DATABASE_URL)('a body the server is not reading is not the clie
   it('logs the cuts as information, not as warnings or errors', () => {
     // Closing a connection whose request Fastify was still reading made it answer a second time,
     // logged as a warning with a stack, once a connection (a hostile review's find).
-    const lines = server
+    const lines = suite.server
       .output()
       .split('\n')
       .filter((line) => line.startsWith('{'));

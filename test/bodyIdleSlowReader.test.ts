@@ -1,8 +1,9 @@
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bigBatch } from './helpers/bigBatch.js';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { orgWithKey } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 
 /**
  * Node stops reading a connection while the answers to pipelined requests wait to be written
@@ -18,30 +19,19 @@ const IDLE_SECONDS = 1;
 const BYTES_PER_SECOND = 400_000;
 
 describe('a client reading its pipelined answers slowly', { timeout: 120_000 }, () => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    env = await serverEnv('sqlite', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) });
-    server = await startServerProcess(env);
-  }, 120_000);
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-  });
+  const suite = suiteServer('sqlite', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) }, { stopWith: 'SIGKILL' });
 
   it('gets every answer, its body sent whole behind them included, on one connection', async () => {
-    const { key } = await orgWithKey(env.env);
+    const { key } = await orgWithKey(suite.env.env);
     // 100 contacts of 7 KB: a page of them is an answer of about 730 KB.
-    const seeded = await fetch(`${env.url}/api/v1/contacts/batch`, {
+    const seeded = await fetch(`${suite.url}/api/v1/contacts/batch`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: bigBatch(`seed-${Date.now()}`),
     });
     expect(seeded.status).toBe(200);
 
-    const { port } = new URL(env.url);
+    const { port } = new URL(suite.url);
     const socket = net.connect(Number(port), '127.0.0.1');
     socket.on('error', () => undefined);
     let closed = false;

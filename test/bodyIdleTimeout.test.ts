@@ -1,8 +1,8 @@
 import http from 'node:http';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { describe, expect, it } from 'vitest';
+import { suiteServer } from './helpers/suiteServer.js';
 import { fetchSignIn } from './helpers/signInForm.js';
 
 /**
@@ -104,34 +104,19 @@ function rawExchange(
 }
 
 describe('a request body that stops arriving', { timeout: 120_000 }, () => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let key: string;
-  let adminEmail: string;
-  let password: string;
-
-  beforeAll(async () => {
-    env = await serverEnv('sqlite', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) });
-    ({ key, email: adminEmail, password } = await orgWithKey(env.env));
-    server = await startServerProcess(env);
-  }, 120_000);
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-  });
+  const suite = suiteServer('sqlite', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) }, { org: true, stopWith: 'SIGKILL' });
 
   const api = (path: string, init: RequestInit = {}) =>
-    fetch(`${env.url}/api/v1${path}`, {
+    fetch(`${suite.url}/api/v1${path}`, {
       ...init,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers },
+      headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json', ...init.headers },
     });
 
   it('answers a stalled JSON body 408 request_timeout within the idle timeout, closes the connection, and writes nothing', async () => {
     const body = JSON.stringify({ first_name: 'Stalled', email: 'stalled@example.com' });
-    const sent = await send(`${env.url}/api/v1/contacts`, {
+    const sent = await send(`${suite.url}/api/v1/contacts`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+      headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
       parts: [body.slice(0, 10)],
       pauseMs: 0,
       stall: true,
@@ -149,9 +134,9 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
   it('takes a slow JSON body that keeps arriving, longer in all than the idle timeout', async () => {
     const body = JSON.stringify({ first_name: 'Slow', email: 'slow@example.com' });
     const parts = body.match(/.{1,6}/g)!;
-    const sent = await send(`${env.url}/api/v1/contacts`, {
+    const sent = await send(`${suite.url}/api/v1/contacts`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+      headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
       parts,
       pauseMs: 600,
       stall: false,
@@ -197,20 +182,20 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
   });
 
   it('answers the dashboard’s stalled CSV import with a 408 page', async () => {
-    const signIn = await fetchSignIn(env.url, { email: adminEmail, password });
+    const signIn = await fetchSignIn(suite.url, { email: suite.org.email, password: suite.org.password });
     expect(signIn.status).toBe(303);
     const cookie = signIn.headers
       .getSetCookie()
       .map((c) => c.split(';')[0])
       .join('; ');
-    const form = await (await fetch(`${env.url}/import`, { headers: { cookie } })).text();
+    const form = await (await fetch(`${suite.url}/import`, { headers: { cookie } })).text();
     const csrf = /name="_csrf" value="([^"]+)"/.exec(form)![1]!;
     const boundary = 'StalledBoundary';
     const head =
       `--${boundary}\r\nContent-Disposition: form-data; name="_csrf"\r\n\r\n${csrf}\r\n` +
       `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="people.csv"\r\nContent-Type: text/csv\r\n\r\n` +
       'first_name,email\nAda,ada@example.com\n';
-    const sent = await send(`${env.url}/import`, {
+    const sent = await send(`${suite.url}/import`, {
       method: 'POST',
       headers: {
         cookie,
@@ -230,14 +215,14 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
   });
 
   it('cuts a body that stalls on a kept-alive connection after a whole request on it', async () => {
-    const host = new URL(env.url).host;
+    const host = new URL(suite.url).host;
     const whole = JSON.stringify({ first_name: 'First', email: 'first-on-socket@example.com' });
     const stalled = JSON.stringify({ first_name: 'Second', email: 'second-on-socket@example.com' });
     const head = (length: number) =>
-      `POST /api/v1/contacts HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+      `POST /api/v1/contacts HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${suite.org.key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
     const started = Date.now();
     const { text, closedAfterMs } = await rawExchange(
-      env.url,
+      suite.url,
       [head(Buffer.byteLength(whole)) + whole, head(Buffer.byteLength(stalled)) + stalled.slice(0, 8)],
       500,
       BOUND_MS + 2_000,
@@ -256,15 +241,15 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
   it('cuts many stalled bodies at once, each within the bound, beside slow ones that keep arriving', async () => {
     const body = (i: number) => JSON.stringify({ first_name: `Crowd ${i}`, email: `crowd-${i}@example.com` });
     const request = (i: number, length: number) =>
-      `POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
+      `POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${suite.org.key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
     const stalled = Array.from({ length: 12 }, (_, i) =>
-      rawExchange(env.url, [request(i, Buffer.byteLength(body(i))) + body(i).slice(0, 5)], 0, BOUND_MS + 2_000),
+      rawExchange(suite.url, [request(i, Buffer.byteLength(body(i))) + body(i).slice(0, 5)], 0, BOUND_MS + 2_000),
     );
     const slow = Array.from({ length: 3 }, (_, j) => {
       const i = 100 + j;
       const text = body(i);
       const parts = [request(i, Buffer.byteLength(text)), ...text.match(/.{1,8}/g)!];
-      return rawExchange(env.url, parts, 700, 30_000);
+      return rawExchange(suite.url, parts, 700, 30_000);
     });
     for (const { text, closedAfterMs } of await Promise.all(stalled)) {
       expect(text).toMatch(/^HTTP\/1\.1 408/);
@@ -277,7 +262,7 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
 
   it('closes the connection of a body that stalls after its request was already answered (a bad key)', async () => {
     const { text, closedAfterMs } = await rawExchange(
-      env.url,
+      suite.url,
       [
         'POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer od_live_wrong\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"first',
       ],
@@ -293,7 +278,7 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
     const head =
       'POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer od_live_wrong\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n';
     // A byte every 400 ms: never idle for the timeout, and a body nobody will read.
-    const { text, closedAfterMs } = await rawExchange(env.url, [head, ...'{"first_name":"Trickle"}'.split('')], 400, BOUND_MS + 4_000);
+    const { text, closedAfterMs } = await rawExchange(suite.url, [head, ...'{"first_name":"Trickle"}'.split('')], 400, BOUND_MS + 4_000);
     expect(text).toMatch(/^HTTP\/1\.1 401/);
     expect([...text.matchAll(/HTTP\/1\.1 \d{3} /g)]).toHaveLength(1);
     expect(closedAfterMs).not.toBeNull();
@@ -303,9 +288,9 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
 
   it('closes the connection of a body that stalls after a URL refused before routing (400)', async () => {
     const { text, closedAfterMs } = await rawExchange(
-      env.url,
+      suite.url,
       [
-        `POST /api/v1/%zz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"f`,
+        `POST /api/v1/%zz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${suite.org.key}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"f`,
       ],
       0,
       BOUND_MS + 2_000,
@@ -319,7 +304,7 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
   it('keeps the connection of a whole request refused before routing: the next request on it is answered', async () => {
     const body = '{"first_name":"x"}';
     const { text } = await rawExchange(
-      env.url,
+      suite.url,
       [
         'GET /api/v1/contacts/%zz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n' +
           `POST /api/v1/%zz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
@@ -333,17 +318,17 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
 
   it('takes a client that closes mid-body for what it is: no warning of a lost database', async () => {
     const body = JSON.stringify({ first_name: 'Gone', email: 'gone@example.com' });
-    const socket = net.connect(Number(new URL(env.url).port), new URL(env.url).hostname);
+    const socket = net.connect(Number(new URL(suite.url).port), new URL(suite.url).hostname);
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.write(
-      `POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 6)}`,
+      `POST /api/v1/contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${suite.org.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 6)}`,
     );
     await sleep(300);
     socket.destroy();
     await sleep(500);
     expect(((await (await api('/contacts?email=gone@example.com')).json()) as { data: unknown[] }).data).toEqual([]);
     // The last test reads the whole output: a warning here would fail it too.
-    const warned = server
+    const warned = suite.server
       .output()
       .split('\n')
       .filter((line) => line.startsWith('{') && line.includes('database connection lost'));
@@ -351,7 +336,7 @@ describe('a request body that stops arriving', { timeout: 120_000 }, () => {
   });
 
   it('logs the cuts as information, not as warnings or errors of ours', () => {
-    const lines = server
+    const lines = suite.server
       .output()
       .split('\n')
       .filter((line) => line.startsWith('{'));

@@ -2,9 +2,9 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bigBatch } from './helpers/bigBatch.js';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 
 /**
  * A hostile review's find: the timer's 408 (Connection: close) ends the response while the upload handler is still
@@ -34,23 +34,10 @@ function stalledPut(url: string, size: number, sent: number): Promise<string> {
 }
 
 describe('an upload the body timer cut', { timeout: 120_000 }, () => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let key: string;
-
-  beforeAll(async () => {
-    env = await serverEnv('sqlite', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) });
-    ({ key } = await orgWithKey(env.env));
-    server = await startServerProcess(env);
-  }, 120_000);
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-  });
+  const suite = suiteServer('sqlite', { BODY_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS) }, { org: true, stopWith: 'SIGKILL' });
 
   const partFds = () => {
-    const dir = `/proc/${server.child.pid}/fd`;
+    const dir = `/proc/${suite.server.child.pid}/fd`;
     let n = 0;
     for (const fd of readdirSync(dir)) {
       try {
@@ -63,7 +50,7 @@ describe('an upload the body timer cut', { timeout: 120_000 }, () => {
   };
   const partFiles = () => {
     try {
-      return readdirSync(path.join(env.env.DATA_DIR!, 'files', 'tmp')).filter((f) => f.endsWith('.part')).length;
+      return readdirSync(path.join(suite.env.env.DATA_DIR!, 'files', 'tmp')).filter((f) => f.endsWith('.part')).length;
     } catch {
       return 0;
     }
@@ -71,9 +58,9 @@ describe('an upload the body timer cut', { timeout: 120_000 }, () => {
 
   it('leaves no open .part file descriptor (nor .part file) behind its 408', async () => {
     const size = 100_000;
-    const res = await fetch(`${env.url}/api/v1/files`, {
+    const res = await fetch(`${suite.url}/api/v1/files`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'leak.txt', content_type: 'text/plain', size }),
     });
     expect(res.status).toBe(201);
@@ -90,33 +77,33 @@ describe('an upload the body timer cut', { timeout: 120_000 }, () => {
     // connection a timeout later; the upload's pipeline then fails on the aborted request and the
     // handler rejects after its reply was sent: Fastify logs 'Promise errored, but reply.sent =
     // true was set' at level error, once per such connection (a client-driven error-log flood).
-    const seeded = await fetch(`${env.url}/api/v1/contacts/batch`, {
+    const seeded = await fetch(`${suite.url}/api/v1/contacts/batch`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json' },
       body: bigBatch(`big-${Date.now()}`),
     });
     expect(seeded.status).toBe(200);
     const size = 100_000;
-    const res = await fetch(`${env.url}/api/v1/files`, {
+    const res = await fetch(`${suite.url}/api/v1/files`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'unread.txt', content_type: 'text/plain', size }),
     });
     const { upload_url } = (await res.json()) as { upload_url: string };
     const u = new URL(upload_url);
-    const before = server.output().length;
+    const before = suite.server.output().length;
     const socket = net.connect(Number(u.port), u.hostname);
     socket.on('error', () => undefined);
     await new Promise((resolve) => socket.on('connect', resolve));
     socket.pause();
     socket.write(
-      `GET /api/v1/contacts?limit=100 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\n\r\n`.repeat(10) +
+      `GET /api/v1/contacts?limit=100 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${suite.org.key}\r\n\r\n`.repeat(10) +
         `PUT ${u.pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${size}\r\n\r\n${'a'.repeat(1000)}`,
     );
     await sleep(IDLE_SECONDS * 6000);
     socket.destroy();
     await sleep(500);
-    const errors = server
+    const errors = suite.server
       .output()
       .slice(before)
       .split('\n')

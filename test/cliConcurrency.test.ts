@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { describe, expect, it } from 'vitest';
+import { suiteServer } from './helpers/suiteServer.js';
 import { cliEntry } from './helpers/cliEntry.js';
 
 const CLI = cliEntry(path.resolve(import.meta.dirname, '..'));
@@ -19,30 +19,15 @@ interface CliRun {
  * real code and exit status.
  */
 describe('sqlite: the CLI beside a running server', { timeout: 240_000 }, () => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let orgId: string;
-  let key: string;
+  const suite = suiteServer('sqlite', {}, { org: true, stopWith: 'SIGKILL' });
 
   const cli = (...args: string[]) =>
     new Promise<CliRun>((resolve) => {
-      execFile(process.execPath, [...CLI, ...args, '--json'], { env: env.env }, (error, stdout, stderr) => {
+      execFile(process.execPath, [...CLI, ...args, '--json'], { env: suite.env.env }, (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
         resolve({ code, stdout, stderr });
       });
     });
-
-  beforeAll(async () => {
-    env = await serverEnv('sqlite');
-    ({ orgId, key } = await orgWithKey(env.env));
-    server = await startServerProcess(env);
-  }, 120_000);
-
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-  });
 
   it('runs 16 concurrent `users add` while the API writes, and every one succeeds', async () => {
     let writing = true;
@@ -50,9 +35,9 @@ describe('sqlite: the CLI beside a running server', { timeout: 240_000 }, () => 
     const statuses: number[] = [];
     const api = (async () => {
       while (writing) {
-        const res = await fetch(`${env.url}/api/v1/contacts`, {
+        const res = await fetch(`${suite.url}/api/v1/contacts`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json' },
           body: JSON.stringify({ first_name: 'Beside', email: `beside${written}@example.com` }),
           signal: AbortSignal.timeout(30_000),
         });
@@ -62,7 +47,18 @@ describe('sqlite: the CLI beside a running server', { timeout: 240_000 }, () => 
     })();
     const runs = await Promise.all(
       Array.from({ length: 16 }, (_, i) =>
-        cli('users', 'add', '--org', orgId, '--email', `member${i}@example.com`, '--password', 'a good long password', '--role', 'member'),
+        cli(
+          'users',
+          'add',
+          '--org',
+          suite.org.orgId,
+          '--email',
+          `member${i}@example.com`,
+          '--password',
+          'a good long password',
+          '--role',
+          'member',
+        ),
       ),
     );
     writing = false;
@@ -71,9 +67,9 @@ describe('sqlite: the CLI beside a running server', { timeout: 240_000 }, () => 
     expect(written).toBeGreaterThan(0);
     expect(new Set(statuses)).toEqual(new Set([201]));
 
-    const db = new SQLite(path.join(env.env.DATA_DIR!, 'orgdata.sqlite'), { readonly: true });
+    const db = new SQLite(path.join(suite.env.env.DATA_DIR!, 'orgdata.sqlite'), { readonly: true });
     try {
-      const row = db.prepare("select count(*) as n from memberships where org_id = ? and role = 'member'").get(orgId);
+      const row = db.prepare("select count(*) as n from memberships where org_id = ? and role = 'member'").get(suite.org.orgId);
       expect(row).toEqual({ n: 16 });
     } finally {
       db.close();
@@ -81,14 +77,14 @@ describe('sqlite: the CLI beside a running server', { timeout: 240_000 }, () => 
   });
 
   it('says database_busy (exit 75) when the lock stays taken past the wait, and changes nothing', async () => {
-    const other = new SQLite(path.join(env.env.DATA_DIR!, 'orgdata.sqlite'));
+    const other = new SQLite(path.join(suite.env.env.DATA_DIR!, 'orgdata.sqlite'));
     try {
       other.exec('begin immediate');
       const run = await cli(
         'users',
         'add',
         '--org',
-        orgId,
+        suite.org.orgId,
         '--email',
         'late@example.com',
         '--password',
@@ -127,7 +123,7 @@ describe('sqlite: the CLI beside a running server', { timeout: 240_000 }, () => 
       'users',
       'add',
       '--org',
-      orgId,
+      suite.org.orgId,
       '--email',
       'x@example.com',
       '--password',

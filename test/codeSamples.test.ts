@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_SAMPLES } from '../src/http/openapi/codeSamples.js';
 import { EXAMPLE_IDS, EXAMPLE_LINKS } from '../src/http/openapi/examples.js';
 import { makeHarness, type Harness } from './helpers/harness.js';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 
 // Issue 31, item 3: every operation carries a curl and an @orgdata/client sample, and the samples
 // do what they say against a real server.
@@ -85,21 +85,19 @@ describe('code samples in the OpenAPI document', () => {
 
 // Each client sample is a tsx process of a second or more: a generous timeout for a loaded machine.
 describe('code samples run against a real server', { timeout: 120_000 }, () => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let key: string;
   let ops: Map<string, Json>;
   let work: string;
+  // Registered before the server, so run once it has stopped (vitest runs afterAll hooks last first).
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+  const suite = suiteServer('sqlite', {}, { publicUrl: true, org: true, stopWith: 'SIGTERM', startTimeout: 60_000 });
   /** Example value → the real one, as records are made. */
   const real = new Map<string, string>();
   const bytes = randomBytes(48213);
 
   beforeAll(async () => {
-    env = await serverEnv('sqlite');
-    env.env.PUBLIC_URL = env.url;
-    ({ key } = await orgWithKey(env.env));
-    server = await startServerProcess(env);
-    ops = operations((await (await fetch(`${env.url}/api/v1/openapi.json`)).json()) as Json);
+    ops = operations((await (await fetch(`${suite.url}/api/v1/openapi.json`)).json()) as Json);
     // Outside the repository (other suites check it gains no file), with the workspace client
     // linked in as an installed package would be.
     work = mkdtempSync(path.join(tmpdir(), 'orgdata-samples-'));
@@ -108,12 +106,6 @@ describe('code samples run against a real server', { timeout: 120_000 }, () => {
     mkdirSync(path.join(work, 'node_modules/@orgdata'), { recursive: true });
     symlinkSync(realpathSync(path.join(ROOT, 'node_modules/@orgdata/client')), path.join(work, 'node_modules/@orgdata/client'));
   }, 60_000);
-  afterAll(async () => {
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await env?.dispose();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
 
   /** The sample with the example ids replaced by the real ones (longest first: a link token contains a file id). */
   function substituted(source: string): string {
@@ -127,7 +119,7 @@ describe('code samples run against a real server', { timeout: 120_000 }, () => {
       execFile(
         command,
         args,
-        { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ORGDATA_API_KEY: key } },
+        { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ORGDATA_API_KEY: suite.org.key } },
         (error, stdout, stderr) => (error ? reject(new Error(`${String(error)}\n${stdout}\n${stderr}`)) : resolve(stdout)),
       ),
     );

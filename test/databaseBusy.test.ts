@@ -1,7 +1,7 @@
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { describe, expect, it } from 'vitest';
+import { suiteServer } from './helpers/suiteServer.js';
 
 /**
  * SQLite's write lock held longer than its busy timeout (5 s) by another process on the same file
@@ -9,31 +9,17 @@ import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerP
  * a 500, and writes nothing; once the lock is released the same request succeeds.
  */
 describe('sqlite: with the write lock held by another process', () => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let key: string;
-
-  beforeAll(async () => {
-    env = await serverEnv('sqlite');
-    key = (await orgWithKey(env.env)).key;
-    server = await startServerProcess(env);
-  }, 120_000);
-
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-  });
+  const suite = suiteServer('sqlite', {}, { org: true, stopWith: 'SIGKILL' });
 
   it('answers a write 503 service_unavailable with Retry-After, and writes nothing', async () => {
     const post = () =>
-      fetch(`${env.url}/api/v1/contacts`, {
+      fetch(`${suite.url}/api/v1/contacts`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json' },
         body: JSON.stringify({ first_name: 'Busy', email: 'busy@example.com' }),
         signal: AbortSignal.timeout(60_000),
       });
-    const other = new SQLite(path.join(env.env.DATA_DIR!, 'orgdata.sqlite'));
+    const other = new SQLite(path.join(suite.env.env.DATA_DIR!, 'orgdata.sqlite'));
     try {
       other.exec('begin immediate');
       const res = await post();
@@ -51,15 +37,15 @@ describe('sqlite: with the write lock held by another process', () => {
   }, 60_000);
 
   const keyedPost = (email: string, idempotencyKey: string) =>
-    fetch(`${env.url}/api/v1/contacts`, {
+    fetch(`${suite.url}/api/v1/contacts`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+      headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
       body: JSON.stringify({ first_name: 'Busy', email }),
       signal: AbortSignal.timeout(60_000),
     });
 
   it('answers a keyed write 503 too, and the same key then runs once the lock is released (not held as in progress)', async () => {
-    const other = new SQLite(path.join(env.env.DATA_DIR!, 'orgdata.sqlite'));
+    const other = new SQLite(path.join(suite.env.env.DATA_DIR!, 'orgdata.sqlite'));
     try {
       other.exec('begin immediate');
       const res = await keyedPost('keyed-busy@example.com', 'busy-key');
@@ -79,7 +65,7 @@ describe('sqlite: with the write lock held by another process', () => {
   }, 60_000);
 
   it('waits for a lock released within the busy timeout rather than fail (keyed and not)', async () => {
-    const other = new SQLite(path.join(env.env.DATA_DIR!, 'orgdata.sqlite'));
+    const other = new SQLite(path.join(suite.env.env.DATA_DIR!, 'orgdata.sqlite'));
     try {
       other.exec('begin immediate');
       const released = new Promise<void>((resolve) =>
@@ -90,9 +76,9 @@ describe('sqlite: with the write lock held by another process', () => {
       );
       const [keyed, plain] = await Promise.all([
         keyedPost('waited-keyed@example.com', 'waited-key'),
-        fetch(`${env.url}/api/v1/contacts`, {
+        fetch(`${suite.url}/api/v1/contacts`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json' },
           body: JSON.stringify({ first_name: 'Waited', email: 'waited@example.com' }),
           signal: AbortSignal.timeout(60_000),
         }),

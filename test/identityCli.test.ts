@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailCatcher, type MailCatcher } from './helpers/mailCatcher.js';
 import { DIALECTS } from './helpers/harness.js';
-import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { cli } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 import { fetchSignIn } from './helpers/signInForm.js';
 
 const PASSWORD = 'correct horse battery';
@@ -30,17 +31,18 @@ async function submit(url: string, form: { csrf: string; cookie: string }, field
  */
 describe.each(DIALECTS)('identity CLI on %s', { timeout: 120_000 }, (dialect) => {
   let mail: MailCatcher;
-  let env: ServerEnv;
-  let server: ServerProcess;
   let orgId = '';
-
   beforeAll(async () => {
     mail = await startMailCatcher();
-    env = await serverEnv(dialect, { SMTP_URL: mail.url });
-    env.env.PUBLIC_URL = env.url;
-    server = await startServerProcess(env);
+  }, 120_000);
+  // Registered before the server, so closed once it has stopped (vitest runs afterAll hooks last first).
+  afterAll(async () => {
+    await mail?.close();
+  });
+  const suite = suiteServer(dialect, () => ({ SMTP_URL: mail.url }), { publicUrl: true, stopWith: 'SIGTERM' });
+  beforeAll(async () => {
     orgId = (
-      await cli<{ org: { id: string } }>(env.env, [
+      await cli<{ org: { id: string } }>(suite.env.env, [
         'org',
         'create',
         '--name',
@@ -52,15 +54,9 @@ describe.each(DIALECTS)('identity CLI on %s', { timeout: 120_000 }, (dialect) =>
       ])
     ).org.id;
   }, 120_000);
-  afterAll(async () => {
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await env?.dispose();
-    await mail?.close();
-  });
 
   it('invites by the CLI: prints the link and its expiry as JSON, mails it, and the link works in the server', async () => {
-    const out = await cli<{ invite_url: string; expires_at: string; mailed: boolean }>(env.env, [
+    const out = await cli<{ invite_url: string; expires_at: string; mailed: boolean }>(suite.env.env, [
       'users',
       'invite',
       '--org',
@@ -70,7 +66,7 @@ describe.each(DIALECTS)('identity CLI on %s', { timeout: 120_000 }, (dialect) =>
       '--role',
       'member',
     ]);
-    expect(out.invite_url).toMatch(new RegExp(`^${env.url}/invite/[A-Za-z0-9_-]{43}$`));
+    expect(out.invite_url).toMatch(new RegExp(`^${suite.url}/invite/[A-Za-z0-9_-]{43}$`));
     expect(Date.parse(out.expires_at) - Date.now()).toBeGreaterThan(167 * 3600 * 1000);
     expect(out.mailed).toBe(true);
     const sent = await mail.waitFor('cli-invitee@example.com');
@@ -82,13 +78,13 @@ describe.each(DIALECTS)('identity CLI on %s', { timeout: 120_000 }, (dialect) =>
     expect(form.body).toContain('Join Cli Org on orgdata');
     const joined = await submit(out.invite_url, form, { password: PASSWORD });
     expect(joined.status).toBe(303);
-    const members = await cli<{ email: string; role: string }[]>(env.env, ['users', 'list', '--org', orgId]);
+    const members = await cli<{ email: string; role: string }[]>(suite.env.env, ['users', 'list', '--org', orgId]);
     expect(members.map((m) => m.email)).toContain('cli-invitee@example.com');
     expect((await fetch(out.invite_url)).status).toBe(410);
   });
 
   it('prints a reset link for a member, which sets a new password once', async () => {
-    const out = await cli<{ reset_url: string; expires_at: string }>(env.env, [
+    const out = await cli<{ reset_url: string; expires_at: string }>(suite.env.env, [
       'users',
       'reset-link',
       '--org',
@@ -96,15 +92,15 @@ describe.each(DIALECTS)('identity CLI on %s', { timeout: 120_000 }, (dialect) =>
       '--email',
       'op@example.com',
     ]);
-    expect(out.reset_url).toMatch(new RegExp(`^${env.url}/reset-password/[A-Za-z0-9_-]{43}$`));
+    expect(out.reset_url).toMatch(new RegExp(`^${suite.url}/reset-password/[A-Za-z0-9_-]{43}$`));
     const form = await formOf(out.reset_url);
     expect(form.status).toBe(200);
     expect((await submit(out.reset_url, form, { password: 'the operator chose this' })).status).toBe(200);
     expect((await fetch(out.reset_url)).status).toBe(410);
-    const signIn = await fetchSignIn(env.url, { email: 'op@example.com', password: 'the operator chose this' });
+    const signIn = await fetchSignIn(suite.url, { email: 'op@example.com', password: 'the operator chose this' });
     expect(signIn.status).toBe(303);
     // Not a member of that organisation: a clear error, no link.
-    await expect(cli(env.env, ['users', 'reset-link', '--org', orgId, '--email', 'stranger@example.com'])).rejects.toMatchObject({
+    await expect(cli(suite.env.env, ['users', 'reset-link', '--org', orgId, '--email', 'stranger@example.com'])).rejects.toMatchObject({
       stdout: expect.stringContaining('"code":"not_found"'),
     });
   });

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
+import { describe, expect, it } from 'vitest';
+import { suiteServer } from './helpers/suiteServer.js';
 
 /**
  * Review 9: SEND_TIMEOUT_SECONDS bounds how long a client that reads NOTHING holds its queued
@@ -16,33 +16,20 @@ const OPENAPI = 'GET /api/v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n';
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 describe('pipelined answers: memory', { timeout: 120_000 }, () => {
-  let env: ServerEnv;
-  let server: Awaited<ReturnType<typeof startServerProcess>>;
-  let pid: number;
+  // A server of its own for each case: RSS a freed heap leaves behind would hide the next one's.
+  const suite = suiteServer('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS) }, { perTest: true, stopWith: 'SIGKILL' });
   const connect = () =>
     new Promise<net.Socket>((resolve, reject) => {
-      const socket = net.connect(Number(env.env.PORT), '127.0.0.1', () => resolve(socket));
+      const socket = net.connect(Number(suite.env.env.PORT), '127.0.0.1', () => resolve(socket));
       socket.on('error', () => {});
       socket.once('error', reject);
     });
   /** Lets the server settle, and a GC run, so that RSS is a baseline. */
   const settle = async () => {
-    for (let i = 0; i < 3; i++) await fetch(`${env.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
+    for (let i = 0; i < 3; i++) await fetch(`${suite.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
     await sleep(2000);
-    return rssMb(pid);
+    return rssMb(suite.server.child.pid!);
   };
-
-  // A server of its own for each case: RSS a freed heap leaves behind would hide the next one's.
-  beforeEach(async () => {
-    env = await serverEnv('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS) });
-    server = await startServerProcess(env);
-    pid = server.child.pid!;
-  }, 120_000);
-  afterEach(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-  });
 
   it('one 64 KB packet of pipelined GETs (no key) does not make the server allocate hundreds of MB', async () => {
     const base = await settle();
@@ -51,7 +38,7 @@ describe('pipelined answers: memory', { timeout: 120_000 }, () => {
     socket.write(OPENAPI.repeat(1400)); // 64,400 bytes: one read
     let peak = base;
     for (let i = 0; i < 60; i++) {
-      peak = Math.max(peak, rssMb(pid));
+      peak = Math.max(peak, rssMb(suite.server.child.pid!));
       await sleep(50);
     }
     socket.destroy();
@@ -76,7 +63,7 @@ describe('pipelined answers: memory', { timeout: 120_000 }, () => {
       }
     }, 125);
     await sleep(8 * SEND_SECONDS * 1000);
-    const held = rssMb(pid) - base;
+    const held = rssMb(suite.server.child.pid!) - base;
     clearInterval(reader);
     socket.destroy();
     // Either the connection was closed (its answers freed) or what it holds is small.

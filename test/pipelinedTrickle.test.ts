@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
+import { describe, expect, it } from 'vitest';
+import { suiteServer } from './helpers/suiteServer.js';
 
 /**
  * Review 9: a connection holds every request it pipelined (Node parses a whole 64 KB read: ~1,400
@@ -17,22 +17,11 @@ const OPENAPI = 'GET /api/v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n';
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () => {
-  let env: ServerEnv;
-  let server: Awaited<ReturnType<typeof startServerProcess>>;
-
-  beforeAll(async () => {
-    env = await serverEnv('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS) });
-    server = await startServerProcess(env);
-  }, 120_000);
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-  });
+  const suite = suiteServer('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS) }, { stopWith: 'SIGKILL' });
 
   it('ten connections reading just fast enough do not hold tens of MB for many timeouts', async () => {
-    const pid = server.child.pid!;
-    for (let i = 0; i < 3; i++) await fetch(`${env.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
+    const pid = suite.server.child.pid!;
+    for (let i = 0; i < 3; i++) await fetch(`${suite.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
     await sleep(2000);
     const base = rssMb(pid);
     const sockets = await Promise.all(
@@ -40,7 +29,7 @@ describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () 
         { length: 10 },
         () =>
           new Promise<net.Socket>((resolve, reject) => {
-            const socket = net.connect(Number(env.env.PORT), '127.0.0.1', () => resolve(socket));
+            const socket = net.connect(Number(suite.env.env.PORT), '127.0.0.1', () => resolve(socket));
             socket.on('error', () => {});
             socket.once('error', reject);
           }),
@@ -73,7 +62,7 @@ describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () 
 
   it('answers every request of a client that pipelines up to a hundred behind the one answered', async () => {
     const socket = await new Promise<net.Socket>((resolve, reject) => {
-      const socket = net.connect(Number(env.env.PORT), '127.0.0.1', () => resolve(socket));
+      const socket = net.connect(Number(suite.env.env.PORT), '127.0.0.1', () => resolve(socket));
       socket.once('error', reject);
     });
     let text = '';

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { freePort } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 
 const PRISM = path.resolve('node_modules/.bin/prism');
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
@@ -29,9 +30,6 @@ interface Exchange {
  * violation is allowed only where the corpus sends a bad request on purpose.
  */
 describe('the OpenAPI document, checked by Prism in front of a real server', { timeout: 240_000 }, () => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let key: string;
   let work: string;
   let doc: { paths: Record<string, Record<string, { operationId?: string }>> };
   const prisms: ChildProcess[] = [];
@@ -39,6 +37,12 @@ describe('the OpenAPI document, checked by Prism in front of a real server', { t
   let api = '';
   let root = '';
   const exchanges: Exchange[] = [];
+
+  // Registered before the server, so run once it has stopped (vitest runs afterAll hooks last first).
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+  const suite = suiteServer('sqlite', {}, { org: true, stopWith: 'SIGKILL' });
 
   async function startPrism(upstream: string): Promise<string> {
     const port = await freePort();
@@ -82,7 +86,7 @@ describe('the OpenAPI document, checked by Prism in front of a real server', { t
     options: { body?: unknown; raw?: string; headers?: Record<string, string>; auth?: boolean; badRequest?: boolean } = {},
   ): Promise<{ status: number; json: () => unknown; text: string }> {
     const headers: Record<string, string> = { ...options.headers };
-    if (options.auth !== false) headers.authorization = `Bearer ${key}`;
+    if (options.auth !== false) headers.authorization = `Bearer ${suite.org.key}`;
     let body: string | undefined;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);
@@ -108,22 +112,14 @@ describe('the OpenAPI document, checked by Prism in front of a real server', { t
 
   beforeAll(async () => {
     work = mkdtempSync(path.join(tmpdir(), 'orgdata-prism-'));
-    env = await serverEnv('sqlite');
-    ({ key } = await orgWithKey(env.env));
-    server = await startServerProcess(env);
     // The document as this server serves it (its PUBLIC_URL, its MAX_FILE_BYTES).
-    const served = await fetch(`${env.url}/api/v1/openapi.json`);
+    const served = await fetch(`${suite.url}/api/v1/openapi.json`);
     doc = (await served.json()) as typeof doc;
     writeFileSync(path.join(work, 'openapi.json'), JSON.stringify(doc));
-    [api, root] = await Promise.all([startPrism(`${env.url}/api/v1`), startPrism(env.url)]);
+    [api, root] = await Promise.all([startPrism(`${suite.url}/api/v1`), startPrism(suite.url)]);
   }, 120_000);
-
-  afterAll(async () => {
+  afterAll(() => {
     for (const prism of prisms) prism.kill('SIGKILL');
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-    if (work) rmSync(work, { recursive: true, force: true });
   });
 
   it('finds no violation over a corpus touching every operation, with success and error answers', async () => {

@@ -1,5 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../src/db/database.js';
+import { describe, expect, it } from 'vitest';
 import { randomBase62 } from '../src/domain/ids.js';
 import { csrfOf, DashboardBrowser } from './helpers/dashboardBrowser.js';
 import { DIALECTS } from './helpers/harness.js';
@@ -9,8 +8,9 @@ import { newTotpSecret, sealTotpSecret } from '../src/domain/identity/totp.js';
 import { openSession } from '../src/domain/sessions/sessions.js';
 import { SECRET } from './helpers/harness.js';
 import { CookieJar } from './helpers/oidcProvider.js';
-import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
-import { databaseOf, runCli } from './helpers/ssoServer.js';
+import { cli } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
+import { runCli } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 const NEW_PASSWORD = 'a brand new passphrase';
@@ -26,27 +26,11 @@ const LOCAL_ORIGIN = /^127\.0\.0\.0\/24/;
  * credential ends what it protected.
  */
 describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialect) => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let db: Db;
-
-  beforeAll(async () => {
-    env = await serverEnv(dialect);
-    env.env.PUBLIC_URL = env.url;
-    await cli(env.env, ['migrate']);
-    server = await startServerProcess(env);
-    db = databaseOf(env);
-  }, 120_000);
-  afterAll(async () => {
-    await db?.close();
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await env?.dispose();
-  });
+  const suite = suiteServer(dialect, {}, { publicUrl: true, migrate: true, database: true, stopWith: 'SIGTERM' });
 
   async function newOrg(): Promise<{ orgId: string; adminEmail: string; adminId: string }> {
     const adminEmail = fresh('admin');
-    const made = await cli<{ org: { id: string }; user: { id: string } }>(env.env, [
+    const made = await cli<{ org: { id: string }; user: { id: string } }>(suite.env.env, [
       'org',
       'create',
       '--name',
@@ -61,7 +45,7 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
 
   async function addMember(orgId: string, role: 'admin' | 'member'): Promise<{ id: string; email: string }> {
     const email = fresh(role);
-    const added = await cli<{ id: string }>(env.env, [
+    const added = await cli<{ id: string }>(suite.env.env, [
       'users',
       'add',
       '--org',
@@ -77,7 +61,7 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
   }
 
   async function eventsOf(orgId: string, type: string) {
-    const rows = await db.kysely
+    const rows = await suite.db.kysely
       .selectFrom('events')
       .select(['actor_type', 'actor_id', 'subject_id', 'data'])
       .where('org_id', '=', orgId)
@@ -91,14 +75,14 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
   const signedIn = async (browser: DashboardBrowser) => (await browser.get('/settings/account')).status === 200;
 
   async function resetLink(orgId: string, email: string): Promise<string> {
-    return (await cli<{ reset_url: string }>(env.env, ['users', 'reset-link', '--org', orgId, '--email', email])).reset_url;
+    return (await cli<{ reset_url: string }>(suite.env.env, ['users', 'reset-link', '--org', orgId, '--email', email])).reset_url;
   }
 
   it('role changes and removals by an admin are in Activity with actor, target, old and new role, and origin', async () => {
     const org = await newOrg();
     const member = await addMember(org.orgId, 'member');
     const leaver = await addMember(org.orgId, 'member');
-    const admin = await DashboardBrowser.signIn(env.url, org.adminEmail);
+    const admin = await DashboardBrowser.signIn(suite.url, org.adminEmail);
 
     expect((await admin.submit(MEMBERS, `${MEMBERS}/role`, { email: member.email, role: 'admin' })).status).toBe(303);
     expect((await admin.submit(MEMBERS, `${MEMBERS}/role`, { email: member.email, role: 'member', confirm: 'yes' })).status).toBe(303);
@@ -132,11 +116,15 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
   it('invitations carry their role; an admin ending a member’s sessions is recorded with both of them', async () => {
     const org = await newOrg();
     const member = await addMember(org.orgId, 'member');
-    const admin = await DashboardBrowser.signIn(env.url, org.adminEmail);
-    const elsewhere = await DashboardBrowser.signIn(env.url, member.email);
+    const admin = await DashboardBrowser.signIn(suite.url, org.adminEmail);
+    const elsewhere = await DashboardBrowser.signIn(suite.url, member.email);
     const email = fresh('invitee');
     expect((await admin.submit(MEMBERS, MEMBERS, { email, role: 'admin' })).status).toBe(200);
-    const invitation = await db.kysely.selectFrom('invitations').select('id').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
+    const invitation = await suite.db.kysely
+      .selectFrom('invitations')
+      .select('id')
+      .where('org_id', '=', org.orgId)
+      .executeTakeFirstOrThrow();
     expect((await admin.submit(MEMBERS, `${MEMBERS}/invitations/${invitation.id}/resend`)).status).toBe(200);
     expect((await admin.submit(MEMBERS, `${MEMBERS}/invitations/${invitation.id}/revoke`)).status).toBe(303);
     for (const type of ['member.invited', 'member.invitation_resent', 'member.invitation_revoked']) {
@@ -155,7 +143,9 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
   it('the operator’s set-role and set-password are in Activity as the system’s; set-password ends every session and every reset link', async () => {
     const org = await newOrg();
     const member = await addMember(org.orgId, 'member');
-    expect((await cli(env.env, ['users', 'set-role', '--org', org.orgId, '--email', member.email, '--role', 'admin'])).role).toBe('admin');
+    expect((await cli(suite.env.env, ['users', 'set-role', '--org', org.orgId, '--email', member.email, '--role', 'admin'])).role).toBe(
+      'admin',
+    );
     const [promoted] = await eventsOf(org.orgId, 'member.role_changed');
     expect(promoted).toMatchObject({
       actor_type: 'system',
@@ -164,11 +154,11 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
       data: { from: 'member', to: 'admin', origin: null },
     });
 
-    const browser = await DashboardBrowser.signIn(env.url, member.email);
+    const browser = await DashboardBrowser.signIn(suite.url, member.email);
     const link = await resetLink(org.orgId, member.email);
     expect((await fetch(link)).status).toBe(200);
     const set = await runCli(
-      env.env,
+      suite.env.env,
       ['users', 'set-password', '--org', org.orgId, '--email', member.email, '--json'],
       `${NEW_PASSWORD}\n`,
     );
@@ -184,7 +174,7 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
       subject_id: member.id,
       data: { ended_sessions: '1', origin: null },
     });
-    await DashboardBrowser.signIn(env.url, member.email, NEW_PASSWORD);
+    await DashboardBrowser.signIn(suite.url, member.email, NEW_PASSWORD);
   });
 
   it('the operator adding a member is in Activity with the role', async () => {
@@ -197,7 +187,7 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
   it('an admin resetting a member’s two-factor ends that member’s sessions', async () => {
     const org = await newOrg();
     const member = await addMember(org.orgId, 'member');
-    await db.kysely
+    await suite.db.kysely
       .insertInto('totp_factors')
       .values({
         user_id: member.id,
@@ -208,12 +198,12 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
       })
       .execute();
     // The member's session, opened before the reset (directly: the sign-in would ask for the code).
-    const browser = new DashboardBrowser(env.url);
-    const opened = await openSession(db.kysely, member.id, org.orgId, new Date(), { method: 'password+totp', origin: null });
-    browser.jar.take(env.url, new Response(null, { headers: { 'set-cookie': `od_session=${opened.token}; Path=/` } }));
+    const browser = new DashboardBrowser(suite.url);
+    const opened = await openSession(suite.db.kysely, member.id, org.orgId, new Date(), { method: 'password+totp', origin: null });
+    browser.jar.take(suite.url, new Response(null, { headers: { 'set-cookie': `od_session=${opened.token}; Path=/` } }));
     expect(await signedIn(browser)).toBe(true);
 
-    const admin = await DashboardBrowser.signIn(env.url, org.adminEmail);
+    const admin = await DashboardBrowser.signIn(suite.url, org.adminEmail);
     expect((await admin.submit(MEMBERS, `${MEMBERS}/${member.id}/reset-two-factor`)).status).toBe(303);
     expect(await signedIn(browser)).toBe(false);
     const [reset] = await eventsOf(org.orgId, 'member.two_factor_reset');
@@ -224,8 +214,8 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
   it('turning on two-factor ends your other sessions and rotates this one', async () => {
     const org = await newOrg();
     const member = await addMember(org.orgId, 'member');
-    const here = await DashboardBrowser.signIn(env.url, member.email);
-    const there = await DashboardBrowser.signIn(env.url, member.email);
+    const here = await DashboardBrowser.signIn(suite.url, member.email);
+    const there = await DashboardBrowser.signIn(suite.url, member.email);
     expect((await here.submit(TWO_FACTOR, `${TWO_FACTOR}/setup`)).status).toBe(303);
     const page = await (await here.get(TWO_FACTOR)).text();
     const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(page)![1]!.replace(/ /g, '');
@@ -236,16 +226,16 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
     expect(here.cookie('od_session')).not.toBe(before);
     expect(await signedIn(here)).toBe(true);
     expect(await signedIn(there)).toBe(false);
-    const stale = new DashboardBrowser(env.url, new CookieJar());
-    stale.jar.take(env.url, new Response(null, { headers: { 'set-cookie': `od_session=${before}; Path=/` } }));
+    const stale = new DashboardBrowser(suite.url, new CookieJar());
+    stale.jar.take(suite.url, new Response(null, { headers: { 'set-cookie': `od_session=${before}; Path=/` } }));
     expect(await signedIn(stale)).toBe(false);
   });
 
   it('a password changed on the account page or through a reset link kills every open reset link and every other session', async () => {
     const org = await newOrg();
     const member = await addMember(org.orgId, 'member');
-    const here = await DashboardBrowser.signIn(env.url, member.email);
-    const there = await DashboardBrowser.signIn(env.url, member.email);
+    const here = await DashboardBrowser.signIn(suite.url, member.email);
+    const there = await DashboardBrowser.signIn(suite.url, member.email);
     const link = await resetLink(org.orgId, member.email);
     const changed = await here.submit('/settings/account', '/settings/account/password', {
       current_password: PASSWORD,
@@ -258,7 +248,7 @@ describe.each(DIALECTS)('privilege changes on %s', { timeout: 120_000 }, (dialec
 
     const first = await resetLink(org.orgId, member.email);
     const second = await resetLink(org.orgId, member.email);
-    const other = await DashboardBrowser.signIn(env.url, member.email, NEW_PASSWORD);
+    const other = await DashboardBrowser.signIn(suite.url, member.email, NEW_PASSWORD);
     const jar = new CookieJar();
     const form = await jar.fetch(first);
     const done = await jar.fetch(first, {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisServer } from './helpers/redisServer.js';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 import { fetchSignInForm } from './helpers/signInForm.js';
 import { cliEntry } from './helpers/cliEntry.js';
 
@@ -53,40 +53,32 @@ const dialect = 'postgres';
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with Redis down or stalled', () => {
   let redis: RedisServer;
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let org: Awaited<ReturnType<typeof orgWithKey>>;
-
   beforeAll(async () => {
     redis = await RedisServer.start();
-    env = await serverEnv(dialect, { REDIS_URL: redis.url, LOG_LEVEL: 'info' });
-    org = await orgWithKey(env.env);
-    server = await startServerProcess(env);
   }, 120_000);
+  // Registered before the server, so stopped after it (vitest runs afterAll hooks last first).
   afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
     await redis?.stop();
-    await env?.dispose();
   });
+  const suite = suiteServer(dialect, () => ({ REDIS_URL: redis.url, LOG_LEVEL: 'info' }), { org: true, stopWith: 'SIGKILL' });
 
-  const auth = () => ({ authorization: `Bearer ${org.key}` });
-  const list = () => timed(`${env.url}/api/v1/contacts`, { headers: auth() });
+  const auth = () => ({ authorization: `Bearer ${suite.org.key}` });
+  const list = () => timed(`${suite.url}/api/v1/contacts`, { headers: auth() });
   // The form is loaded once, while Redis is up (its token and cookie, IDENTITY.md rule 18), so
   // that the outage sees the same requests as before; only the POST is timed.
   let form: Awaited<ReturnType<typeof fetchSignInForm>> | undefined;
   const signIn = async () => {
-    form ??= await fetchSignInForm(env.url);
-    return timed(`${env.url}/login`, {
+    form ??= await fetchSignInForm(suite.url);
+    return timed(`${suite.url}/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: env.url, cookie: form.cookie },
-      body: new URLSearchParams({ _csrf: form.csrf, email: org.email, password: 'wrong password' }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: suite.url, cookie: form.cookie },
+      body: new URLSearchParams({ _csrf: form.csrf, email: suite.org.email, password: 'wrong password' }).toString(),
       redirect: 'manual',
     });
   };
   // What /readyz says of this instance's state (its `version` aside).
   const ready = async () => {
-    const { version: _version, ...state } = JSON.parse((await timed(`${env.url}/readyz`)).body) as {
+    const { version: _version, ...state } = JSON.parse((await timed(`${suite.url}/readyz`)).body) as {
       status: string;
       version: string;
       degraded?: string[];
@@ -94,7 +86,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with Redis down or s
     return state;
   };
   const occurrences = (text: string) =>
-    server
+    suite.server
       .output()
       .split('\n')
       .filter((line) => line.includes(text)).length;
@@ -114,7 +106,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with Redis down or s
       expect(res.ms).toBeLessThan(BOUND_MS);
       expect(res.headers.get('ratelimit')).toMatch(/^"default";r=\d+;t=\d+$/);
     }
-    const created = await timed(`${env.url}/api/v1/contacts`, {
+    const created = await timed(`${suite.url}/api/v1/contacts`, {
       method: 'POST',
       headers: { ...auth(), 'content-type': 'application/json', 'idempotency-key': `redis-down-${dialect}` },
       body: JSON.stringify({ first_name: 'Ada', email: `ada-${dialect}@example.com` }),
@@ -168,19 +160,19 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with Redis down or s
   }, 120_000);
 
   it('the CLI finishes while Redis is down and says what it could not publish; the key stops working', async () => {
-    const { key } = org;
+    const { key } = suite.org;
     expect((await list()).status).toBe(200);
-    const keys = await runCli(env.env, ['keys', 'list', '--org', org.orgId, '--json']);
+    const keys = await runCli(suite.env.env, ['keys', 'list', '--org', suite.org.orgId, '--json']);
     const keyId = (JSON.parse(keys.stdout) as { id: string }[])[0]!.id;
     await redis.kill();
     try {
-      const revoked = await runCli(env.env, ['keys', 'revoke', '--org', org.orgId, keyId]);
+      const revoked = await runCli(suite.env.env, ['keys', 'revoke', '--org', suite.org.orgId, keyId]);
       expect(revoked.code, revoked.stderr).toBe(0);
       expect(revoked.ms).toBeLessThan(30_000);
       expect(revoked.stdout).toContain(`revoked ${keyId}`);
       // Revocations are published through Redis (REDIS_URL): the operator is told.
       expect(revoked.stderr).toContain('could not be published through Redis');
-      const refused = await timed(`${env.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } });
+      const refused = await timed(`${suite.url}/api/v1/contacts`, { headers: { authorization: `Bearer ${key}` } });
       expect(refused.status).toBe(401);
       expect(refused.ms).toBeLessThan(BOUND_MS);
     } finally {

@@ -7,7 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEntry } from './helpers/cliEntry.js';
-import { serverEnv, startServerProcess, type ServerEnv } from './helpers/serverProcess.js';
+import { serverEnv, type ServerEnv } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 
 /**
  * A hostile review's find: a client that reads none of its answers held its connection and the
@@ -152,28 +153,17 @@ function sendTimeoutCases(connect: Connect, output: () => string, host: string):
 }
 
 describe('answers nobody reads (HTTP)', { timeout: 120_000 }, () => {
-  let env: ServerEnv;
-  let server: Awaited<ReturnType<typeof startServerProcess>>;
-
-  beforeAll(async () => {
-    env = await serverEnv('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS), LOG_LEVEL: 'info' });
-    server = await startServerProcess(env);
-  }, 120_000);
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await env?.dispose();
-  });
+  const suite = suiteServer('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS), LOG_LEVEL: 'info' }, { stopWith: 'SIGKILL' });
 
   const connect: Connect = () =>
     new Promise((resolve, reject) => {
-      const socket = net.connect(Number(env.env.PORT), '127.0.0.1', () => resolve(socket));
+      const socket = net.connect(Number(suite.env.env.PORT), '127.0.0.1', () => resolve(socket));
       socket.on('error', reject); // a reset is seen as the close that follows
     });
-  sendTimeoutCases(connect, () => server.output(), 'a');
+  sendTimeoutCases(connect, () => suite.server.output(), 'a');
 
   it('still serves after closing them', async () => {
-    expect((await fetch(`${env.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${suite.url}/healthz`)).status).toBe(200);
   });
 });
 

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { describe, expect, it } from 'vitest';
+import { suiteServer } from './helpers/suiteServer.js';
 import { fetchSignIn } from './helpers/signInForm.js';
 
 // Issue item 6: the server's own log (stdout, JSON lines at LOG_LEVEL=info) names each request's
@@ -9,25 +9,11 @@ describe('the server log at LOG_LEVEL=info', { timeout: 180_000 }, () => {
   const EMAIL = 'secret-person@x.test';
   const TERM = 'secretterm';
   const query = `email=${encodeURIComponent(EMAIL)}&q=${TERM}`;
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let org: Awaited<ReturnType<typeof orgWithKey>>;
-
-  beforeAll(async () => {
-    env = await serverEnv('sqlite', { LOG_LEVEL: 'info' });
-    org = await orgWithKey(env.env);
-    server = await startServerProcess(env);
-  }, 120_000);
-
-  afterAll(async () => {
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await env?.dispose();
-  });
+  const suite = suiteServer('sqlite', { LOG_LEVEL: 'info' }, { org: true, stopWith: 'SIGTERM' });
 
   it('logs paths and query keys, not the values of the query, of an id-shaped path or of a link', async () => {
-    const auth = { authorization: `Bearer ${org.key}` };
-    const api = `${env.url}/api/v1`;
+    const auth = { authorization: `Bearer ${suite.org.key}` };
+    const api = `${suite.url}/api/v1`;
     // The API: a list filtered and searched, an invalid query, an email where an id goes, an unknown path.
     expect((await fetch(`${api}/contacts?${query}`, { headers: auth })).status).toBe(200);
     expect((await fetch(`${api}/contacts?${query}&nosuch=${TERM}`, { headers: auth })).status).toBe(400);
@@ -52,18 +38,18 @@ describe('the server log at LOG_LEVEL=info', { timeout: 180_000 }, () => {
     const token = new URL(uploadUrl).pathname.split('/').pop()!;
 
     // The dashboard: a failed sign-in (the email is in the body), then its search box.
-    const failed = await fetchSignIn(env.url, { email: EMAIL, password: 'not the password' });
+    const failed = await fetchSignIn(suite.url, { email: EMAIL, password: 'not the password' });
     expect(failed.status).toBeLessThan(500);
-    const login = await fetchSignIn(env.url, { email: org.email, password: org.password });
+    const login = await fetchSignIn(suite.url, { email: suite.org.email, password: suite.org.password });
     expect(login.status).toBe(303);
     const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
-    expect((await fetch(`${env.url}/contacts?q=${TERM}`, { headers: { cookie } })).status).toBe(200);
-    expect((await fetch(`${env.url}/contacts?${query}`, { headers: { cookie, accept: 'text/html' } })).status).toBeLessThan(500);
+    expect((await fetch(`${suite.url}/contacts?q=${TERM}`, { headers: { cookie } })).status).toBe(200);
+    expect((await fetch(`${suite.url}/contacts?${query}`, { headers: { cookie, accept: 'text/html' } })).status).toBeLessThan(500);
 
     // The last lines are written as the requests complete; a moment for the pipe.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const log = server.output();
-    for (const secret of [EMAIL, encodeURIComponent(EMAIL), 'secret-person', TERM, token, org.key]) {
+    const log = suite.server.output();
+    for (const secret of [EMAIL, encodeURIComponent(EMAIL), 'secret-person', TERM, token, suite.org.key]) {
       expect(log.includes(secret), `the log holds ${secret}`).toBe(false);
     }
     const lines = log
@@ -111,13 +97,13 @@ describe('the server log at LOG_LEVEL=info', { timeout: 180_000 }, () => {
       `/reset-password/${token}%E0`,
     ];
     for (const path of paths) {
-      const res = await fetch(`${env.url}${path}`, { headers: { accept: 'text/html' } });
+      const res = await fetch(`${suite.url}${path}`, { headers: { accept: 'text/html' } });
       expect(res.status, path).toBeLessThan(500);
-      const posted = await fetch(`${env.url}${path}`, { method: 'POST', body: '' });
+      const posted = await fetch(`${suite.url}${path}`, { method: 'POST', body: '' });
       expect(posted.status, path).toBeLessThan(500);
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const log = server.output();
+    const log = suite.server.output();
     for (const secret of [token, token.slice(6), encoded]) {
       expect(log.includes(secret), `the log holds ${secret}`).toBe(false);
     }

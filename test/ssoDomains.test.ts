@@ -2,13 +2,13 @@ import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config.js';
 import { loadConfig } from '../src/config/load.js';
-import type { Db } from '../src/db/database.js';
 import type { SsoDomainClaim } from '../src/domain/identity/ssoDomains.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
 import { DIALECTS } from './helpers/harness.js';
-import { CookieJar, startProvider, type TestProvider } from './helpers/oidcProvider.js';
-import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
-import { approveSsoDomains, databaseOf, passwordSignIn, runCli, sessionCookieOf, ssoSignIn, startSso } from './helpers/ssoServer.js';
+import { CookieJar } from './helpers/oidcProvider.js';
+import { cli } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
+import { approveSsoDomains, passwordSignIn, runCli, sessionCookieOf, ssoSignIn, startSso } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -18,18 +18,27 @@ const PASSWORD = 'correct horse battery';
  * server process, a real OpenID provider and a DNS server of the test's own.
  */
 describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (dialect) => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let idp: TestProvider;
   let dns: TestDnsServer;
-  let db: Db;
-  let base = '';
   let attacker = '';
   let victim = '';
+  beforeAll(async () => {
+    dns = await startDnsServer();
+  }, 180_000);
+  // Registered before the server, so closed once it has stopped (vitest runs afterAll hooks last first).
+  afterAll(async () => {
+    await dns?.close();
+  });
+  const suite = suiteServer(dialect, () => ({ SSO_ALLOW_PRIVATE_ISSUERS: 'true', DNS_SERVERS: dns.address }), {
+    publicUrl: true,
+    idp: true,
+    database: true,
+    stopWith: 'SIGTERM',
+    startTimeout: 180_000,
+  });
 
   const newOrg = async (name: string, adminEmail: string) =>
     (
-      await cli<{ org: { id: string } }>(env.env, [
+      await cli<{ org: { id: string } }>(suite.env.env, [
         'org',
         'create',
         '--name',
@@ -42,21 +51,34 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
     ).org.id;
   const setSso = (orgId: string, domains: string, extra: string[] = []) =>
     runCli(
-      env.env,
-      ['sso', 'set', '--org', orgId, '--issuer', idp.issuer, '--client-id', idp.clientId, '--domains', domains, ...extra, '--json'],
-      `${idp.clientSecret}\n`,
+      suite.env.env,
+      [
+        'sso',
+        'set',
+        '--org',
+        orgId,
+        '--issuer',
+        suite.idp.issuer,
+        '--client-id',
+        suite.idp.clientId,
+        '--domains',
+        domains,
+        ...extra,
+        '--json',
+      ],
+      `${suite.idp.clientSecret}\n`,
     );
   const userId = async (email: string) =>
-    (await db.kysely.selectFrom('users').select('id').where('email_lower', '=', email).executeTakeFirst())?.id;
+    (await suite.db.kysely.selectFrom('users').select('id').where('email_lower', '=', email).executeTakeFirst())?.id;
   const claimOf = async (orgId: string, domain: string) => {
-    const listed = await runCli(env.env, ['sso', 'domains', 'list', '--org', orgId, '--json']);
+    const listed = await runCli(suite.env.env, ['sso', 'domains', 'list', '--org', orgId, '--json']);
     expect(listed.code, listed.stdout + listed.stderr).toBe(0);
     const claim = (JSON.parse(listed.stdout) as { domains: SsoDomainClaim[] }).domains.find((d) => d.domain === domain);
     if (!claim) throw new Error(`${orgId} does not claim ${domain}: ${listed.stdout}`);
     return claim;
   };
   const events = (orgId: string, type: string) =>
-    db.kysely
+    suite.db.kysely
       .selectFrom('events')
       .select(['data', 'actor_type', 'actor_id'])
       .where('org_id', '=', orgId)
@@ -64,9 +86,9 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
       .execute();
   /** Presses Verify for `domain` on /settings/security, as the signed-in browser `jar`. */
   const verify = async (jar: CookieJar, domain: string) => {
-    const page = await (await jar.fetch(`${base}/settings/security`)).text();
+    const page = await (await jar.fetch(`${suite.url}/settings/security`)).text();
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-    const res = await jar.fetch(`${base}/settings/security/sso/domains/verify`, {
+    const res = await jar.fetch(`${suite.url}/settings/security/sso/domains/verify`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ _csrf: csrf, domain }).toString(),
@@ -74,39 +96,24 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
     return { status: res.status, body: await res.text() };
   };
   const startAnswer = async (email: string) => {
-    const r = await startSso(base, email);
+    const r = await startSso(suite.url, email);
     return { status: r.status, body: (await r.text()).replace(/nonce-[^"]+/g, '') };
   };
 
   beforeAll(async () => {
-    dns = await startDnsServer();
-    env = await serverEnv(dialect, { SSO_ALLOW_PRIVATE_ISSUERS: 'true', DNS_SERVERS: dns.address });
-    env.env.PUBLIC_URL = env.url;
-    base = env.url;
-    idp = await startProvider(`${base}/sso/callback`);
-    server = await startServerProcess(env);
-    db = databaseOf(env);
     attacker = await newOrg('Attacker', 'eve@attacker.test');
     victim = await newOrg('Victim', 'boss@victim.test');
     // Someone of the victim's who also works with the attacker's organisation (a contractor).
-    await cli(env.env, ['users', 'add', '--org', victim, '--email', 'vic@victim.test', '--password', PASSWORD, '--role', 'admin']);
-    await cli(env.env, ['users', 'add', '--org', attacker, '--email', 'vic@victim.test', '--password', PASSWORD, '--role', 'member']);
-    idp.accounts.set('eve', { email: 'eve@attacker.test', email_verified: true });
-    idp.accounts.set('vic', { email: 'vic@victim.test', email_verified: true });
-    idp.accounts.set('newbie', { email: 'newbie@victim.test', email_verified: true });
+    await cli(suite.env.env, ['users', 'add', '--org', victim, '--email', 'vic@victim.test', '--password', PASSWORD, '--role', 'admin']);
+    await cli(suite.env.env, ['users', 'add', '--org', attacker, '--email', 'vic@victim.test', '--password', PASSWORD, '--role', 'member']);
+    suite.idp.accounts.set('eve', { email: 'eve@attacker.test', email_verified: true });
+    suite.idp.accounts.set('vic', { email: 'vic@victim.test', email_verified: true });
+    suite.idp.accounts.set('newbie', { email: 'newbie@victim.test', email_verified: true });
     // The attacker claims the victim's domain beside its own, first, and lets newcomers join.
     const set = await setSso(attacker, 'attacker.test, victim.test', ['--auto-join', 'member']);
     expect(set.code, set.stdout + set.stderr).toBe(0);
-    await approveSsoDomains(env, attacker, ['attacker.test']);
+    await approveSsoDomains(suite.env, attacker, ['attacker.test']);
   }, 180_000);
-  afterAll(async () => {
-    await db?.close();
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await idp?.close();
-    await dns?.close();
-    await env?.dispose();
-  });
 
   describe('attack: an organisation claims another organisation’s e-mail domain', () => {
     it('/sso/start does not send the victim’s people to the attacker’s provider: the answer for an unknown domain', async () => {
@@ -119,15 +126,15 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
 
     it('the callback does not link a victim’s account through the attacker’s provider', async () => {
       const vic = await userId('vic@victim.test');
-      const signIn = await ssoSignIn(base, 'eve@attacker.test', 'vic');
+      const signIn = await ssoSignIn(suite.url, 'eve@attacker.test', 'vic');
       expect(signIn.response.status).toBe(403);
       expect(sessionCookieOf(signIn.response)).toBeUndefined();
       expect(await signIn.response.text()).toContain('not in one of the organisation');
-      expect(await db.kysely.selectFrom('sso_identities').selectAll().where('user_id', '=', vic!).execute()).toEqual([]);
+      expect(await suite.db.kysely.selectFrom('sso_identities').selectAll().where('user_id', '=', vic!).execute()).toEqual([]);
     });
 
     it('auto-join does not make an account for an e-mail of the victim’s domain', async () => {
-      const signIn = await ssoSignIn(base, 'eve@attacker.test', 'newbie');
+      const signIn = await ssoSignIn(suite.url, 'eve@attacker.test', 'newbie');
       expect(signIn.response.status).toBe(403);
       expect(sessionCookieOf(signIn.response)).toBeUndefined();
       expect(await userId('newbie@victim.test')).toBeUndefined();
@@ -153,11 +160,11 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
     const name = '_orgdata-challenge.victim.test';
 
     beforeAll(async () => {
-      ({ jar } = await passwordSignIn(base, 'boss@victim.test', PASSWORD));
+      ({ jar } = await passwordSignIn(suite.url, 'boss@victim.test', PASSWORD));
     });
 
     it('shows each unverified domain with the exact record to create and a Verify button', async () => {
-      const page = await (await jar.fetch(`${base}/settings/security`)).text();
+      const page = await (await jar.fetch(`${suite.url}/settings/security`)).text();
       const mine = await claimOf(victim, 'victim.test');
       expect(page).toContain(`<code>${name}</code>`);
       expect(page).toContain(`<code>orgdata-verification=${mine.token}</code>`);
@@ -205,7 +212,7 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
       dns.txt.set(name, [['v=spf1 -all'], ['orgdata-verification=', mine.token]]);
       const ok = await verify(jar, 'victim.test');
       expect(ok.status, ok.body).toBe(303);
-      const page = await (await jar.fetch(`${base}/settings/security`)).text();
+      const page = await (await jar.fetch(`${suite.url}/settings/security`)).text();
       expect(page).toContain('victim.test is verified: people with an email at victim.test can now sign in with single sign-on.');
       expect(page).toMatch(/Verified \d{4}-\d{2}-\d{2} \(DNS record\)/);
       expect(await claimOf(victim, 'victim.test')).toMatchObject({ status: 'verified', verified_method: 'dns' });
@@ -214,7 +221,7 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
       expect(event!.actor_id).toBe(await userId('boss@victim.test'));
 
       expect((await startAnswer('ceo@victim.test')).status).toBe(303);
-      const vic = await ssoSignIn(base, 'vic@victim.test', 'vic');
+      const vic = await ssoSignIn(suite.url, 'vic@victim.test', 'vic');
       expect(vic.response.status).toBe(303);
       const again = await verify(jar, 'victim.test');
       expect(again.status).toBe(303);
@@ -223,30 +230,41 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
     it('refuses a domain another organisation verified, even with the right record: by the button and by the operator', async () => {
       const theirs = await claimOf(attacker, 'victim.test');
       dns.txt.set(name, [[theirs.record_value]]);
-      const { jar: eve } = await passwordSignIn(base, 'eve@attacker.test', PASSWORD);
+      const { jar: eve } = await passwordSignIn(suite.url, 'eve@attacker.test', PASSWORD);
       const refused = await verify(eve, 'victim.test');
       expect(refused.status).toBe(409);
       expect(refused.body).toContain('victim.test is already verified for single sign-on by another organisation');
-      const approve = await runCli(env.env, ['sso', 'domains', 'approve', '--org', attacker, '--domain', 'victim.test', '--json']);
+      const approve = await runCli(suite.env.env, ['sso', 'domains', 'approve', '--org', attacker, '--domain', 'victim.test', '--json']);
       expect(approve.code).toBe(1);
       expect(JSON.parse(approve.stdout).error).toMatchObject({ code: 'verified_elsewhere' });
       expect(JSON.parse(approve.stdout).error.message).toContain(`already verified for single sign-on by organisation ${victim}`);
       expect((await claimOf(attacker, 'victim.test')).status).toBe('unverified');
       // The victim's people still go to the victim's provider only.
-      const signIn = await ssoSignIn(base, 'eve@attacker.test', 'newbie');
+      const signIn = await ssoSignIn(suite.url, 'eve@attacker.test', 'newbie');
       expect(signIn.response.status).toBe(403);
     });
 
     it('refuses Verify without the CSRF token, from a member, and for a domain the organisation has not claimed', async () => {
-      const noCsrf = await jar.fetch(`${base}/settings/security/sso/domains/verify`, {
+      const noCsrf = await jar.fetch(`${suite.url}/settings/security/sso/domains/verify`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ domain: 'victim.test' }).toString(),
       });
       expect(noCsrf.status).toBe(403);
-      await cli(env.env, ['users', 'add', '--org', victim, '--email', 'member@victim.test', '--password', PASSWORD, '--role', 'member']);
-      const { jar: member } = await passwordSignIn(base, 'member@victim.test', PASSWORD);
-      const fromMember = await member.fetch(`${base}/settings/security/sso/domains/verify`, {
+      await cli(suite.env.env, [
+        'users',
+        'add',
+        '--org',
+        victim,
+        '--email',
+        'member@victim.test',
+        '--password',
+        PASSWORD,
+        '--role',
+        'member',
+      ]);
+      const { jar: member } = await passwordSignIn(suite.url, 'member@victim.test', PASSWORD);
+      const fromMember = await member.fetch(`${suite.url}/settings/security/sso/domains/verify`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ domain: 'victim.test', _csrf: 'x'.repeat(43) }).toString(),
@@ -262,44 +280,44 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
     it('lists domains with status and token, and approves one without DNS (in Activity as method operator)', async () => {
       const third = await newOrg('Third', 'admin@third.test');
       expect((await setSso(third, 'third.test, victim.test')).code).toBe(0);
-      const listed = await runCli(env.env, ['sso', 'domains', 'list', '--org', third]);
+      const listed = await runCli(suite.env.env, ['sso', 'domains', 'list', '--org', third]);
       expect(listed.code).toBe(0);
       expect(listed.stdout).toContain('third.test  NOT verified  token ');
       expect(listed.stdout).toContain('_orgdata-challenge.third.test TXT "orgdata-verification=');
       expect((await startAnswer('someone@third.test')).status).toBe(400);
 
-      const approved = await runCli(env.env, ['sso', 'domains', 'approve', '--org', third, '--domain', 'Third.test', '--json']);
+      const approved = await runCli(suite.env.env, ['sso', 'domains', 'approve', '--org', third, '--domain', 'Third.test', '--json']);
       expect(approved.code, approved.stdout + approved.stderr).toBe(0);
       expect(JSON.parse(approved.stdout)).toMatchObject({
         org_id: third,
         approved: true,
         domain: { domain: 'third.test', status: 'verified', verified_method: 'operator' },
       });
-      const twice = await runCli(env.env, ['sso', 'domains', 'approve', '--org', third, '--domain', 'third.test', '--json']);
+      const twice = await runCli(suite.env.env, ['sso', 'domains', 'approve', '--org', third, '--domain', 'third.test', '--json']);
       expect(JSON.parse(twice.stdout).approved).toBe(false);
       const [event] = await events(third, 'security.sso_domain_verified');
       expect(JSON.parse(event!.data)).toMatchObject({ domain: 'third.test', method: 'operator' });
       expect(event!.actor_type).toBe('system');
       expect((await startAnswer('someone@third.test')).status).toBe(303);
-      const shown = await runCli(env.env, ['sso', 'show', '--org', third]);
+      const shown = await runCli(suite.env.env, ['sso', 'show', '--org', third]);
       expect(shown.stdout).toContain('third.test (verified), victim.test (NOT verified)');
 
-      const unclaimed = await runCli(env.env, ['sso', 'domains', 'approve', '--org', third, '--domain', 'nobody.test', '--json']);
+      const unclaimed = await runCli(suite.env.env, ['sso', 'domains', 'approve', '--org', third, '--domain', 'nobody.test', '--json']);
       expect(unclaimed.code).toBe(1);
       expect(JSON.parse(unclaimed.stdout).error.code).toBe('not_claimed');
-      const usage = await runCli(env.env, ['sso', 'domains', 'approve', '--org', third]);
+      const usage = await runCli(suite.env.env, ['sso', 'domains', 'approve', '--org', third]);
       expect(usage.code).toBe(2);
     });
 
     it('keeps a domain verified when SSO is saved again with it, and lets it go when SSO is removed', async () => {
       const fourth = await newOrg('Fourth', 'admin@fourth.test');
       expect((await setSso(fourth, 'fourth.test')).code).toBe(0);
-      await approveSsoDomains(env, fourth, ['fourth.test']);
+      await approveSsoDomains(suite.env, fourth, ['fourth.test']);
       const before = await claimOf(fourth, 'fourth.test');
       expect((await setSso(fourth, 'fourth.test, more-fourth.test', ['--auto-join', 'member'])).code).toBe(0);
       expect(await claimOf(fourth, 'fourth.test')).toEqual(before);
       expect((await claimOf(fourth, 'more-fourth.test')).status).toBe('unverified');
-      expect((await runCli(env.env, ['sso', 'remove', '--org', fourth])).code).toBe(0);
+      expect((await runCli(suite.env.env, ['sso', 'remove', '--org', fourth])).code).toBe(0);
       expect((await setSso(fourth, 'fourth.test')).code).toBe(0);
       expect((await claimOf(fourth, 'fourth.test')).status).toBe('unverified');
     });

@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../src/db/database.js';
+import { describe, expect, it } from 'vitest';
 import { randomBase62 } from '../src/domain/ids.js';
 import { DIALECTS } from './helpers/harness.js';
-import { CookieJar, startProvider, type TestProvider } from './helpers/oidcProvider.js';
-import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { CookieJar } from './helpers/oidcProvider.js';
+import { cli } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 import { SoftAuthenticator } from './helpers/softAuthenticator.js';
-import { configureSso, databaseOf, passwordSignIn, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import { configureSso, passwordSignIn, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 const csrfIn = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
@@ -19,33 +19,16 @@ type Json = Record<string, unknown>;
  * A real server process, a real provider (oidc-provider) and a software WebAuthn authenticator.
  */
 describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240_000 }, (dialect) => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let idp: TestProvider;
-  let db: Db;
-  let base = '';
-
-  beforeAll(async () => {
-    env = await serverEnv(dialect, { SSO_ALLOW_PRIVATE_ISSUERS: 'true' });
-    env.env.PUBLIC_URL = env.url;
-    base = env.url;
-    idp = await startProvider(`${base}/sso/callback`);
-    await cli(env.env, ['migrate']);
-    server = await startServerProcess(env);
-    db = databaseOf(env);
-  }, 240_000);
-  afterAll(async () => {
-    await db?.close();
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await idp?.close();
-    await env?.dispose();
-  });
+  const suite = suiteServer(
+    dialect,
+    { SSO_ALLOW_PRIVATE_ISSUERS: 'true' },
+    { publicUrl: true, idp: true, migrate: true, database: true, stopWith: 'SIGTERM', startTimeout: 240_000 },
+  );
 
   const unique = () => randomBase62(8).toLowerCase();
   const makeOrg = async (name: string, adminEmail: string) =>
     (
-      await cli<{ org: { id: string } }>(env.env, [
+      await cli<{ org: { id: string } }>(suite.env.env, [
         'org',
         'create',
         '--name',
@@ -57,27 +40,31 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
       ])
     ).org.id;
   const userId = async (email: string) =>
-    (await db.kysely.selectFrom('users').select('id').where('email_lower', '=', email.toLowerCase()).executeTakeFirst())!.id;
+    (await suite.db.kysely.selectFrom('users').select('id').where('email_lower', '=', email.toLowerCase()).executeTakeFirst())!.id;
   const json = (jar: CookieJar, url: string, body: Json, headers: Record<string, string> = {}) =>
-    jar.fetch(`${base}${url}`, {
+    jar.fetch(`${suite.url}${url}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', origin: base, ...headers },
+      headers: { 'content-type': 'application/json', origin: suite.url, ...headers },
       body: JSON.stringify(body),
     });
   const linksOf = async (id: string) =>
-    (await db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', id).execute()).map((r) => r.subject);
+    (await suite.db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', id).execute()).map((r) => r.subject);
   /** Failed sign-ins in Activity for the person `id` (in `orgId`, else in every organisation of hers). */
   const failures = async (id: string, orgId?: string) => {
-    let query = db.kysely.selectFrom('events').select('data').where('subject_id', '=', id).where('type', '=', 'member.sign_in_failed');
+    let query = suite.db.kysely
+      .selectFrom('events')
+      .select('data')
+      .where('subject_id', '=', id)
+      .where('type', '=', 'member.sign_in_failed');
     if (orgId) query = query.where('org_id', '=', orgId);
     return (await query.execute()).map((e) => JSON.parse(e.data) as { method: string; reason: string });
   };
 
   /** Signs in with the password in a new browser and adds a passkey there: the authenticator holding it. */
   async function withPasskey(email: string): Promise<SoftAuthenticator> {
-    const { jar } = await passwordSignIn(base, email, PASSWORD);
-    const csrf = csrfIn(await (await jar.fetch(`${base}/settings/account`)).text());
-    const key = new SoftAuthenticator(base);
+    const { jar } = await passwordSignIn(suite.url, email, PASSWORD);
+    const csrf = csrfIn(await (await jar.fetch(`${suite.url}/settings/account`)).text());
+    const key = new SoftAuthenticator(suite.url);
     const options = await json(jar, '/settings/account/passkeys/options', { _csrf: csrf, name: 'Mine' });
     expect(options.status).toBe(200);
     const added = await json(jar, '/settings/account/passkeys', {
@@ -100,15 +87,21 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
     const id = await userId(email);
     const key = await withPasskey(email);
     const orgA = await makeOrg('SSO A', `admin-${unique()}@a.test`);
-    await configureSso(env, { orgId: orgA, issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, domains: [domain] });
-    await cli(env.env, ['users', 'add', '--org', orgA, '--email', email, '--password', 'another password 1', '--role', 'member']);
+    await configureSso(suite.env, {
+      orgId: orgA,
+      issuer: suite.idp.issuer,
+      clientId: suite.idp.clientId,
+      clientSecret: suite.idp.clientSecret,
+      domains: [domain],
+    });
+    await cli(suite.env.env, ['users', 'add', '--org', orgA, '--email', email, '--password', 'another password 1', '--role', 'member']);
     const sub = `holder-${unique()}`;
-    idp.accounts.set(sub, { email, email_verified: true });
+    suite.idp.accounts.set(sub, { email, email_verified: true });
     return { email, id, key, orgA, sub };
   }
   /** An SSO sign-in for the holder, left pending at /sso/link: the browser holding it. */
   async function pendingLink(holder: { email: string; sub: string }): Promise<CookieJar> {
-    const sso = await ssoSignIn(base, holder.email, holder.sub);
+    const sso = await ssoSignIn(suite.url, holder.email, holder.sub);
     expect(sso.response.headers.get('location')).toBe('/sso/link');
     expect(sessionCookieOf(sso.response)).toBeUndefined();
     return sso.jar;
@@ -122,7 +115,7 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
   it('an account protected by passkeys only links with its passkey, and the session opens in the organisation', async () => {
     const holder = await setUp();
     const jar = await pendingLink(holder);
-    const page = await (await jar.fetch(`${base}/sso/link`)).text();
+    const page = await (await jar.fetch(`${suite.url}/sso/link`)).text();
     expect(page).toContain('data-passkey-link');
     expect(page).toContain('/assets/passkeys.js');
     const offered = await options(jar);
@@ -134,7 +127,7 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
     expect(((await done.json()) as Json).redirect).toBe('/');
     expect(sessionCookieOf(done)).toBeDefined();
     expect(await linksOf(holder.id)).toEqual([holder.sub]);
-    const session = await db.kysely
+    const session = await suite.db.kysely
       .selectFrom('sessions')
       .select(['org_id', 'account_proof_at'])
       .where('user_id', '=', holder.id)
@@ -144,14 +137,14 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
     // An SSO session: no proof for the account (rule 8), even though a passkey consented to the link.
     expect(session.account_proof_at).toBeNull();
     // The next SSO sign-in goes straight in.
-    expect(sessionCookieOf((await ssoSignIn(base, holder.email, holder.sub)).response)).toBeDefined();
+    expect(sessionCookieOf((await ssoSignIn(suite.url, holder.email, holder.sub)).response)).toBeDefined();
   });
 
   it('refuses another person’s passkey, a challenge of another pending link, a replayed assertion and another browser', async () => {
     const holder = await setUp();
     // Another member of A, with a passkey of her own.
     const otherEmail = `other-${unique()}@a.test`;
-    await cli(env.env, ['users', 'add', '--org', holder.orgA, '--email', otherEmail, '--password', PASSWORD, '--role', 'member']);
+    await cli(suite.env.env, ['users', 'add', '--org', holder.orgA, '--email', otherEmail, '--password', PASSWORD, '--role', 'member']);
     const otherKey = await withPasskey(otherEmail);
 
     const first = await pendingLink(holder);
@@ -205,15 +198,15 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
     const holder = await setUp();
     const jar = await pendingLink(holder);
     // Not JSON, or from another site: 403 before anything is read.
-    const formPost = await jar.fetch(`${base}/sso/link/passkey/options`, {
+    const formPost = await jar.fetch(`${suite.url}/sso/link/passkey/options`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: suite.url },
       body: '',
     });
     expect(formPost.status).toBe(403);
     const crossSite = await json(jar, '/sso/link/passkey/options', {}, { origin: 'https://evil.test', 'sec-fetch-site': 'cross-site' });
     expect(crossSite.status).toBe(403);
-    const noOrigin = await jar.fetch(`${base}/sso/link/passkey`, {
+    const noOrigin = await jar.fetch(`${suite.url}/sso/link/passkey`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ response: {} }),
@@ -233,7 +226,7 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
     const after = await options(jar);
     expect(after.status).toBe(401);
     expect(after.body.redirect).toBe('/sso/link');
-    expect((await jar.fetch(`${base}/sso/link`)).status).toBe(400);
+    expect((await jar.fetch(`${suite.url}/sso/link`)).status).toBe(400);
     expect(await linksOf(holder.id)).toEqual([]);
     expect((await failures(holder.id, holder.orgA)).filter((f) => f.reason === 'link_invalid_passkey')).toHaveLength(5);
   });

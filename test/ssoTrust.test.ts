@@ -1,14 +1,14 @@
 import { generateSync } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../src/db/database.js';
 import { nowIso, randomBase62 } from '../src/domain/ids.js';
 import { newTotpSecret, sealTotpSecret } from '../src/domain/identity/totp.js';
 import { DIALECTS, SECRET } from './helpers/harness.js';
 import { startMailCatcher, type MailCatcher } from './helpers/mailCatcher.js';
-import { CookieJar, startProvider, type TestProvider } from './helpers/oidcProvider.js';
-import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { CookieJar } from './helpers/oidcProvider.js';
+import { cli } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 import { SoftAuthenticator } from './helpers/softAuthenticator.js';
-import { configureSso, databaseOf, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import { configureSso, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 const csrfIn = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
@@ -21,36 +21,27 @@ const csrfIn = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] 
  * with a real provider (oidc-provider), a real SMTP catcher, and a software WebAuthn authenticator.
  */
 describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dialect) => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let idp: TestProvider;
   let mail: MailCatcher;
-  let db: Db;
-  let base = '';
-
   beforeAll(async () => {
     mail = await startMailCatcher();
-    env = await serverEnv(dialect, { SSO_ALLOW_PRIVATE_ISSUERS: 'true', SMTP_URL: mail.url });
-    env.env.PUBLIC_URL = env.url;
-    base = env.url;
-    idp = await startProvider(`${base}/sso/callback`);
-    await cli(env.env, ['migrate']);
-    server = await startServerProcess(env);
-    db = databaseOf(env);
   }, 240_000);
+  // Registered before the server, so closed once it has stopped (vitest runs afterAll hooks last first).
   afterAll(async () => {
-    await db?.close();
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await idp?.close();
     await mail?.close();
-    await env?.dispose();
+  });
+  const suite = suiteServer(dialect, () => ({ SSO_ALLOW_PRIVATE_ISSUERS: 'true', SMTP_URL: mail.url }), {
+    publicUrl: true,
+    idp: true,
+    migrate: true,
+    database: true,
+    stopWith: 'SIGTERM',
+    startTimeout: 240_000,
   });
 
   const unique = () => randomBase62(8).toLowerCase();
   const makeOrg = async (name: string, adminEmail: string) =>
     (
-      await cli<{ org: { id: string } }>(env.env, [
+      await cli<{ org: { id: string } }>(suite.env.env, [
         'org',
         'create',
         '--name',
@@ -62,11 +53,11 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
       ])
     ).org.id;
   const userId = async (email: string) =>
-    (await db.kysely.selectFrom('users').select('id').where('email_lower', '=', email.toLowerCase()).executeTakeFirst())?.id;
+    (await suite.db.kysely.selectFrom('users').select('id').where('email_lower', '=', email.toLowerCase()).executeTakeFirst())?.id;
   const enrolTotp = async (id: string) => {
     const secret = newTotpSecret();
     const at = nowIso(new Date());
-    await db.kysely
+    await suite.db.kysely
       .insertInto('totp_factors')
       .values({ user_id: id, secret_sealed: sealTotpSecret(SECRET, secret), created_at: at, confirmed_at: at, last_step: null })
       .execute();
@@ -76,11 +67,11 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
   /** The attacker's organisation A with their provider on the victim's domain. */
   const attackerOrg = async (domain: string, autoJoin: 'member' | 'off' = 'off') => {
     const orgA = await makeOrg('Attacker A', `attacker-${unique()}@evil.test`);
-    await configureSso(env, {
+    await configureSso(suite.env, {
       orgId: orgA,
-      issuer: idp.issuer,
-      clientId: idp.clientId,
-      clientSecret: idp.clientSecret,
+      issuer: suite.idp.issuer,
+      clientId: suite.idp.clientId,
+      clientSecret: suite.idp.clientSecret,
       domains: [domain],
       autoJoin,
     });
@@ -88,23 +79,28 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
   };
   const failures = async (id: string) =>
     (
-      await db.kysely.selectFrom('events').select('data').where('subject_id', '=', id).where('type', '=', 'member.sign_in_failed').execute()
+      await suite.db.kysely
+        .selectFrom('events')
+        .select('data')
+        .where('subject_id', '=', id)
+        .where('type', '=', 'member.sign_in_failed')
+        .execute()
     ).map((e) => JSON.parse(e.data) as { method: string; reason: string });
-  const keysOf = async (orgId: string) => db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', orgId).execute();
+  const keysOf = async (orgId: string) => suite.db.kysely.selectFrom('api_keys').select('id').where('org_id', '=', orgId).execute();
 
   const json = (jar: CookieJar, url: string, body: Record<string, unknown>) =>
-    jar.fetch(`${base}${url}`, {
+    jar.fetch(`${suite.url}${url}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', origin: base },
+      headers: { 'content-type': 'application/json', origin: suite.url },
       body: JSON.stringify(body),
     });
   const form = (jar: CookieJar, url: string, fields: Record<string, string>) =>
-    jar.fetch(`${base}${url}`, {
+    jar.fetch(`${suite.url}${url}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: suite.url },
       body: new URLSearchParams(fields).toString(),
     });
-  const sessionCsrf = async (jar: CookieJar) => csrfIn(await (await jar.fetch(`${base}/settings/account`)).text());
+  const sessionCsrf = async (jar: CookieJar) => csrfIn(await (await jar.fetch(`${suite.url}/settings/account`)).text());
   /** Adds a passkey from a signed-in browser; the statuses of both steps. */
   const addPasskey = async (jar: CookieJar, key: SoftAuthenticator) => {
     const csrf = await sessionCsrf(jar);
@@ -152,7 +148,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     // The SSO session cannot switch to B itself (kept from before).
     const direct = await keyOf(sso.jar, orgB);
     expect(direct.key).toBeNull();
-    const key = new SoftAuthenticator(base);
+    const key = new SoftAuthenticator(suite.url);
     const added = await addPasskey(sso.jar, key);
     if (added.added !== 201) return { reached, key: null, added, sso: sso.response };
     reached.push('passkey_added');
@@ -169,7 +165,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
   const victimInB = async (domain: string) => {
     const email = `victim@${domain}`;
     const orgB = await makeOrg('Victim B', email);
-    await cli(env.env, ['org', 'policy', '--org', orgB, '--require-2fa', 'everyone']);
+    await cli(suite.env.env, ['org', 'policy', '--org', orgB, '--require-2fa', 'everyone']);
     const id = (await userId(email))!;
     const totp = await enrolTotp(id);
     return { email, orgB, id, totp };
@@ -177,7 +173,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
 
   /** The anonymous form on `page` (its token taken from it), posted to `action`. */
   const anonymousForm = async (jar: CookieJar, page: string, action: string, fields: Record<string, string>) => {
-    const shown = await jar.fetch(page.startsWith('http') ? page : `${base}${page}`);
+    const shown = await jar.fetch(page.startsWith('http') ? page : `${suite.url}${page}`);
     const body = await shown.text();
     const posted = await form(jar, action.startsWith('http') ? new URL(action).pathname : action, { _csrf: csrfIn(body), ...fields });
     return { shown: { status: shown.status, body }, posted };
@@ -203,11 +199,22 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const domain = `v${unique()}.test`;
     const victim = await victimInB(domain);
     const orgA = await attackerOrg(domain);
-    await cli(env.env, ['users', 'add', '--org', orgA, '--email', victim.email, '--password', 'any other password', '--role', 'member']);
+    await cli(suite.env.env, [
+      'users',
+      'add',
+      '--org',
+      orgA,
+      '--email',
+      victim.email,
+      '--password',
+      'any other password',
+      '--role',
+      'member',
+    ]);
     const sub = `evil-${unique()}`;
-    idp.accounts.set(sub, { email: victim.email, email_verified: true });
+    suite.idp.accounts.set(sub, { email: victim.email, email_verified: true });
 
-    const sso = await ssoSignIn(base, victim.email, sub);
+    const sso = await ssoSignIn(suite.url, victim.email, sub);
     const result = await escalate(sso, victim.orgB);
     expect(result.reached).toEqual([]);
     expect(result.key).toBeNull();
@@ -215,18 +222,18 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     // No session: the account holder is asked to sign in with the account's own factors to link.
     expect(sessionCookieOf(sso.response)).toBeUndefined();
     expect(sso.response.headers.get('location')).toBe('/sso/link');
-    const linkPage = await sso.jar.fetch(`${base}/sso/link`);
+    const linkPage = await sso.jar.fetch(`${suite.url}/sso/link`);
     expect(linkPage.status).toBe(200);
     expect(await linkPage.text()).toContain('An account with this email exists');
     // The attacker guesses: refused, no link, no session, in Activity with its reason.
     const guess = await form(sso.jar, '/sso/link', {
-      _csrf: csrfIn(await (await sso.jar.fetch(`${base}/sso/link`)).text()),
+      _csrf: csrfIn(await (await sso.jar.fetch(`${suite.url}/sso/link`)).text()),
       password: 'guess',
       code: '000000',
     });
     expect(guess.status).toBe(401);
     expect(sessionCookieOf(guess)).toBeUndefined();
-    expect(await db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', victim.id).execute()).toEqual([]);
+    expect(await suite.db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', victim.id).execute()).toEqual([]);
     expect(await failures(victim.id)).toContainEqual(expect.objectContaining({ method: 'sso', reason: 'link_wrong_password' }));
   });
 
@@ -234,25 +241,36 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const domain = `v${unique()}.test`;
     const victim = await victimInB(domain);
     const orgA = await attackerOrg(domain);
-    await cli(env.env, ['users', 'add', '--org', orgA, '--email', victim.email, '--password', 'any other password', '--role', 'member']);
+    await cli(suite.env.env, [
+      'users',
+      'add',
+      '--org',
+      orgA,
+      '--email',
+      victim.email,
+      '--password',
+      'any other password',
+      '--role',
+      'member',
+    ]);
     const sub = `shared-${unique()}`;
-    idp.accounts.set(sub, { email: victim.email, email_verified: true });
+    suite.idp.accounts.set(sub, { email: victim.email, email_verified: true });
     // The victim's own first SSO sign-in: she proves the account (password + code) and it links.
-    const own = await ssoSignIn(base, victim.email, sub);
+    const own = await ssoSignIn(suite.url, victim.email, sub);
     if (own.response.headers.get('location') === '/sso/link') {
-      const page = await (await own.jar.fetch(`${base}/sso/link`)).text();
+      const page = await (await own.jar.fetch(`${suite.url}/sso/link`)).text();
       const consent = await form(own.jar, '/sso/link', { _csrf: csrfIn(page), password: PASSWORD, code: code(victim.totp) });
       expect(consent.status, await consent.clone().text()).toBe(303);
       expect(sessionCookieOf(consent)).toBeDefined();
     } else {
       expect(own.response.status).toBe(303);
     }
-    expect(await db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', victim.id).execute()).toEqual([
+    expect(await suite.db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', victim.id).execute()).toEqual([
       { subject: sub },
     ]);
 
     // The attacker, as A's admin, now signs in through the same (linked) provider account.
-    const sso = await ssoSignIn(base, victim.email, sub);
+    const sso = await ssoSignIn(suite.url, victim.email, sub);
     expect(sso.response.status).toBe(303);
     const result = await escalate(sso, victim.orgB);
     expect(result.reached).toEqual(['sso_session']);
@@ -281,8 +299,8 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     // With the account's own factors (password + code at /reauth), the same SSO session may add a
     // passkey; it still stays in A.
     // (Her consent above used this 30-second step's code: let the test's next code be a fresh one.)
-    await db.kysely.updateTable('totp_factors').set({ last_step: null }).where('user_id', '=', victim.id).execute();
-    const reauthPage = await (await sso.jar.fetch(`${base}/reauth?next=/settings/account`)).text();
+    await suite.db.kysely.updateTable('totp_factors').set({ last_step: null }).where('user_id', '=', victim.id).execute();
+    const reauthPage = await (await sso.jar.fetch(`${suite.url}/reauth?next=/settings/account`)).text();
     const reauth = await form(sso.jar, '/reauth', {
       _csrf: csrfIn(reauthPage),
       next: '/settings/account',
@@ -290,7 +308,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
       code: code(victim.totp),
     });
     expect(reauth.status).toBe(303);
-    const added = await addPasskey(sso.jar, new SoftAuthenticator(base));
+    const added = await addPasskey(sso.jar, new SoftAuthenticator(suite.url));
     expect(added.added).toBe(201);
     expect((await keyOf(sso.jar, victim.orgB)).key).toBeNull();
   });
@@ -306,19 +324,20 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const orgB = await makeOrg('Victim B', `boss-${unique()}@b.test`);
     await attackerOrg(domain, 'member');
     const sub = `evil-${unique()}`;
-    idp.accounts.set(sub, { email, email_verified: true });
+    suite.idp.accounts.set(sub, { email, email_verified: true });
     let inviteUrl = '';
     const invite = async () => {
-      inviteUrl = (await cli<{ invite_url: string }>(env.env, ['users', 'invite', '--org', orgB, '--email', email, '--role', 'admin']))
-        .invite_url;
+      inviteUrl = (
+        await cli<{ invite_url: string }>(suite.env.env, ['users', 'invite', '--org', orgB, '--email', email, '--role', 'admin'])
+      ).invite_url;
     };
     if (order === 'invitation_first') await invite();
 
     // A's provider makes the account, and the attacker tries to plant a passkey at once.
-    const made = await ssoSignIn(base, email, sub);
+    const made = await ssoSignIn(suite.url, email, sub);
     expect(made.response.status).toBe(303);
     const victimId = (await userId(email))!;
-    const planted = new SoftAuthenticator(base);
+    const planted = new SoftAuthenticator(suite.url);
     const plantedAdd = await addPasskey(made.jar, planted);
     if (order === 'attacker_first') await invite();
 
@@ -333,8 +352,8 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const joined = await joinWithPassword(inviteUrl, email, PASSWORD);
     expect(joined.status).toBe(303);
     // The reset removed A's provider link (and whatever an SSO session added): checked at the end.
-    const linksAfterReset = await db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', victimId).execute();
-    const passkeysAfterReset = await db.kysely.selectFrom('passkeys').select('id').where('user_id', '=', victimId).execute();
+    const linksAfterReset = await suite.db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', victimId).execute();
+    const passkeysAfterReset = await suite.db.kysely.selectFrom('passkeys').select('id').where('user_id', '=', victimId).execute();
 
     // The attacker's way 1: the passkey planted before the reset.
     const reached: string[] = [];
@@ -346,7 +365,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
       }
     }
     // Way 2: A's provider again, after she joined B.
-    const again = await ssoSignIn(base, email, sub);
+    const again = await ssoSignIn(suite.url, email, sub);
     const result = await escalate(again, orgB);
     reached.push(...result.reached);
     expect(reached).toEqual([]);
@@ -371,11 +390,11 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const victim = await victimInB(domain);
     await attackerOrg(domain, 'member');
     const sub = `evil-${unique()}`;
-    idp.accounts.set(sub, { email: victim.email, email_verified: true });
-    const sso = await ssoSignIn(base, victim.email, sub);
+    suite.idp.accounts.set(sub, { email: victim.email, email_verified: true });
+    const sso = await ssoSignIn(suite.url, victim.email, sub);
     expect(sso.response.status).toBe(403);
     expect(sessionCookieOf(sso.response)).toBeUndefined();
-    expect(await db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', victim.id).execute()).toEqual([]);
+    expect(await suite.db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', victim.id).execute()).toEqual([]);
   });
 
   it('the operator CLI does not add an account SSO made to another organisation until its mailbox is proven', async () => {
@@ -383,10 +402,10 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const email = `victim@${domain}`;
     await attackerOrg(domain, 'member');
     const sub = `evil-${unique()}`;
-    idp.accounts.set(sub, { email, email_verified: true });
-    expect((await ssoSignIn(base, email, sub)).response.status).toBe(303);
+    suite.idp.accounts.set(sub, { email, email_verified: true });
+    expect((await ssoSignIn(suite.url, email, sub)).response.status).toBe(303);
     const orgC = await makeOrg('Other C', `boss-${unique()}@c.test`);
-    const added = await runCli(env.env, [
+    const added = await runCli(suite.env.env, [
       'users',
       'add',
       '--org',
@@ -403,11 +422,11 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     expect(added.stdout).toContain('reset');
     const id = (await userId(email))!;
     expect(
-      await db.kysely.selectFrom('memberships').select('org_id').where('user_id', '=', id).where('org_id', '=', orgC).execute(),
+      await suite.db.kysely.selectFrom('memberships').select('org_id').where('user_id', '=', id).where('org_id', '=', orgC).execute(),
     ).toEqual([]);
     // After the mailbox proof, it may.
     await resetByMail(email, PASSWORD);
-    const later = await runCli(env.env, [
+    const later = await runCli(suite.env.env, [
       'users',
       'add',
       '--org',
@@ -428,11 +447,11 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const email = `victim@${domain}`;
     await attackerOrg(domain, 'member');
     const sub = `evil-${unique()}`;
-    idp.accounts.set(sub, { email, email_verified: true });
-    expect((await ssoSignIn(base, email, sub)).response.status).toBe(303);
+    suite.idp.accounts.set(sub, { email, email_verified: true });
+    expect((await ssoSignIn(suite.url, email, sub)).response.status).toBe(303);
     const id = (await userId(email))!;
-    const orgsBefore = await db.kysely.selectFrom('orgs').select('id').execute();
-    const made = await runCli(env.env, [
+    const orgsBefore = await suite.db.kysely.selectFrom('orgs').select('id').execute();
+    const made = await runCli(suite.env.env, [
       'org',
       'create',
       '--name',
@@ -447,11 +466,11 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     expect(made.stdout + made.stderr).toContain('single sign-on');
     expect(made.stdout + made.stderr).toContain('reset');
     // Nothing was made: no organisation, no membership.
-    expect(await db.kysely.selectFrom('orgs').select('id').execute()).toHaveLength(orgsBefore.length);
-    expect(await db.kysely.selectFrom('memberships').select('org_id').where('user_id', '=', id).execute()).toHaveLength(1);
+    expect(await suite.db.kysely.selectFrom('orgs').select('id').execute()).toHaveLength(orgsBefore.length);
+    expect(await suite.db.kysely.selectFrom('memberships').select('org_id').where('user_id', '=', id).execute()).toHaveLength(1);
     // After the mailbox proof, it may.
     await resetByMail(email, PASSWORD);
-    const later = await runCli(env.env, [
+    const later = await runCli(suite.env.env, [
       'org',
       'create',
       '--name',
@@ -471,14 +490,14 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const orgA = await attackerOrg(domain, 'member');
     const first = `first-${unique()}`;
     const second = `second-${unique()}`;
-    idp.accounts.set(first, { email, email_verified: true });
-    idp.accounts.set(second, { email, email_verified: true });
-    expect((await ssoSignIn(base, email, first)).response.status).toBe(303);
-    const other = await ssoSignIn(base, email, second);
+    suite.idp.accounts.set(first, { email, email_verified: true });
+    suite.idp.accounts.set(second, { email, email_verified: true });
+    expect((await ssoSignIn(suite.url, email, first)).response.status).toBe(303);
+    const other = await ssoSignIn(suite.url, email, second);
     expect(other.response.status).toBe(403);
     expect(sessionCookieOf(other.response)).toBeUndefined();
     const id = (await userId(email))!;
-    expect(await db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', id).execute()).toEqual([
+    expect(await suite.db.kysely.selectFrom('sso_identities').select('subject').where('user_id', '=', id).execute()).toEqual([
       { subject: first },
     ]);
     expect(await failures(id)).toContainEqual(expect.objectContaining({ method: 'sso', reason: 'subject_mismatch' }));

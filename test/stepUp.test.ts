@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../src/db/database.js';
+import { describe, expect, it } from 'vitest';
 import { nowIso, randomBase62 } from '../src/domain/ids.js';
 import { csrfOf, DashboardBrowser } from './helpers/dashboardBrowser.js';
 import { DIALECTS } from './helpers/harness.js';
 import { CookieJar } from './helpers/oidcProvider.js';
-import { cli, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
-import { databaseOf } from './helpers/ssoServer.js';
+import { cli } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 
 const PASSWORD = 'correct horse battery';
 const MEMBERS = '/settings/members';
@@ -22,28 +21,16 @@ const fresh = (name: string) => `${name}-${randomBase62(8).toLowerCase()}@exampl
  * nothing and sends the person to /reauth, which brings them back to the form.
  */
 describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_000 }, (dialect) => {
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let db: Db;
-
-  beforeAll(async () => {
-    // No SMTP_URL: an invitation's link is shown to the admin who made it.
-    env = await serverEnv(dialect, { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_WORKER: 'false' });
-    env.env.PUBLIC_URL = env.url;
-    await cli(env.env, ['migrate']);
-    server = await startServerProcess(env);
-    db = databaseOf(env);
-  }, 120_000);
-  afterAll(async () => {
-    await db?.close();
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await env?.dispose();
-  });
+  // No SMTP_URL: an invitation's link is shown to the admin who made it.
+  const suite = suiteServer(
+    dialect,
+    { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_WORKER: 'false' },
+    { publicUrl: true, migrate: true, database: true, stopWith: 'SIGTERM' },
+  );
 
   async function newOrg(): Promise<{ orgId: string; adminEmail: string; adminId: string }> {
     const adminEmail = fresh('admin');
-    const made = await cli<{ org: { id: string }; user: { id: string } }>(env.env, [
+    const made = await cli<{ org: { id: string }; user: { id: string } }>(suite.env.env, [
       'org',
       'create',
       '--name',
@@ -58,7 +45,7 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
 
   /** Makes every session of a user look last authenticated `minutes` ago. */
   async function age(userId: string, minutes: number) {
-    await db.kysely
+    await suite.db.kysely
       .updateTable('sessions')
       .set({ authenticated_at: nowIso(new Date(Date.now() - minutes * 60_000)) })
       .where('user_id', '=', userId)
@@ -67,7 +54,7 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
 
   async function addMember(orgId: string, role: 'admin' | 'member'): Promise<{ id: string; email: string }> {
     const email = fresh(role);
-    const added = await cli<{ id: string }>(env.env, [
+    const added = await cli<{ id: string }>(suite.env.env, [
       'users',
       'add',
       '--org',
@@ -83,15 +70,21 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
   }
 
   const count = async (table: 'api_keys' | 'invitations', orgId: string) =>
-    (await db.kysely.selectFrom(table).select('id').where('org_id', '=', orgId).execute()).length;
+    (await suite.db.kysely.selectFrom(table).select('id').where('org_id', '=', orgId).execute()).length;
 
   const roleOf = async (orgId: string, userId: string) =>
-    (await db.kysely.selectFrom('memberships').select('role').where('org_id', '=', orgId).where('user_id', '=', userId).executeTakeFirst())
-      ?.role;
+    (
+      await suite.db.kysely
+        .selectFrom('memberships')
+        .select('role')
+        .where('org_id', '=', orgId)
+        .where('user_id', '=', userId)
+        .executeTakeFirst()
+    )?.role;
 
   it('the attack: a stale admin session invites an admin whose fresh session makes API keys; now it is sent to /reauth and nothing is made', async () => {
     const org = await newOrg();
-    const admin = await DashboardBrowser.signIn(env.url, org.adminEmail);
+    const admin = await DashboardBrowser.signIn(suite.url, org.adminEmail);
     await age(org.adminId, 11);
 
     const invited = await admin.submit(MEMBERS, MEMBERS, { email: fresh('intruder'), role: 'admin' });
@@ -106,7 +99,7 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
         body: new URLSearchParams({ _csrf: csrfOf(await form.text()), password: 'the intruder chose this' }).toString(),
       });
       expect(joined.status).toBe(303);
-      const intruder = new DashboardBrowser(env.url, jar);
+      const intruder = new DashboardBrowser(suite.url, jar);
       expect((await intruder.submit(DEVELOPER, `${DEVELOPER}/keys`, KEY_FORM)).status).toBe(200);
     }
     expect(await count('api_keys', org.orgId)).toBe(0);
@@ -127,25 +120,33 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
 
   it('every invitation widens who reaches the data: a member invitation and its resend are asked for too; revoking is not', async () => {
     const org = await newOrg();
-    const admin = await DashboardBrowser.signIn(env.url, org.adminEmail);
+    const admin = await DashboardBrowser.signIn(suite.url, org.adminEmail);
     const made = await admin.submit(MEMBERS, MEMBERS, { email: fresh('future-admin'), role: 'admin' });
     expect(made.status).toBe(200);
     await age(org.adminId, 11);
     const stale = await admin.submit(MEMBERS, MEMBERS, { email: fresh('reader'), role: 'member' });
     expect(stale.status).toBe(303);
     expect(stale.headers.get('location')).toBe(`/reauth?next=${encodeURIComponent(MEMBERS)}`);
-    expect((await db.kysely.selectFrom('invitations').select('id').where('org_id', '=', org.orgId).execute()).length).toBe(1);
+    expect((await suite.db.kysely.selectFrom('invitations').select('id').where('org_id', '=', org.orgId).execute()).length).toBe(1);
     await age(org.adminId, 0);
     expect((await admin.submit(MEMBERS, MEMBERS, { email: fresh('reader'), role: 'member' })).status).toBe(200);
     await age(org.adminId, 11);
-    const rows = await db.kysely.selectFrom('invitations').select(['id', 'role', 'token_hash']).where('org_id', '=', org.orgId).execute();
+    const rows = await suite.db.kysely
+      .selectFrom('invitations')
+      .select(['id', 'role', 'token_hash'])
+      .where('org_id', '=', org.orgId)
+      .execute();
     const adminInvite = rows.find((r) => r.role === 'admin')!;
     const memberInvite = rows.find((r) => r.role === 'member')!;
 
     const resent = await admin.submit(MEMBERS, `${MEMBERS}/invitations/${adminInvite.id}/resend`);
     expect(resent.status).toBe(303);
     expect(resent.headers.get('location')).toBe(`/reauth?next=${encodeURIComponent(MEMBERS)}`);
-    const after = await db.kysely.selectFrom('invitations').select('token_hash').where('id', '=', adminInvite.id).executeTakeFirstOrThrow();
+    const after = await suite.db.kysely
+      .selectFrom('invitations')
+      .select('token_hash')
+      .where('id', '=', adminInvite.id)
+      .executeTakeFirstOrThrow();
     expect(after.token_hash).toBe(adminInvite.token_hash);
     const memberResend = await admin.submit(MEMBERS, `${MEMBERS}/invitations/${memberInvite.id}/resend`);
     expect(memberResend.status).toBe(303);
@@ -153,7 +154,7 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
     // Revoking takes power away: not asked.
     expect((await admin.submit(MEMBERS, `${MEMBERS}/invitations/${adminInvite.id}/revoke`)).status).toBe(303);
     expect(
-      (await db.kysely.selectFrom('invitations').select('revoked_at').where('id', '=', adminInvite.id).executeTakeFirstOrThrow())
+      (await suite.db.kysely.selectFrom('invitations').select('revoked_at').where('id', '=', adminInvite.id).executeTakeFirstOrThrow())
         .revoked_at,
     ).not.toBeNull();
   });
@@ -162,7 +163,7 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
     const org = await newOrg();
     const member = await addMember(org.orgId, 'member');
     const other = await addMember(org.orgId, 'admin');
-    const admin = await DashboardBrowser.signIn(env.url, org.adminEmail);
+    const admin = await DashboardBrowser.signIn(suite.url, org.adminEmail);
     await age(org.adminId, 11);
     const reauth = `/reauth?next=${encodeURIComponent(MEMBERS)}`;
 
@@ -186,7 +187,7 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
 
   it('rolling a webhook secret and enabling an endpoint are asked for when stale; disabling is not', async () => {
     const org = await newOrg();
-    const made = await cli<{ id: string; secret: string }>(env.env, [
+    const made = await cli<{ id: string; secret: string }>(suite.env.env, [
       'webhooks',
       'create',
       '--org',
@@ -194,11 +195,11 @@ describe.each(DIALECTS)('step-up on every grant of power on %s', { timeout: 120_
       '--url',
       'http://127.0.0.1:9/hook',
     ]);
-    const admin = await DashboardBrowser.signIn(env.url, org.adminEmail);
+    const admin = await DashboardBrowser.signIn(suite.url, org.adminEmail);
     await age(org.adminId, 11);
     const detail = `${WEBHOOKS}/${made.id}`;
     const secretsOf = async () =>
-      (await db.kysely.selectFrom('webhook_endpoints').selectAll().where('id', '=', made.id).executeTakeFirstOrThrow()) as Record<
+      (await suite.db.kysely.selectFrom('webhook_endpoints').selectAll().where('id', '=', made.id).executeTakeFirstOrThrow()) as Record<
         string,
         unknown
       >;

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3rverProcess } from './helpers/s3rverProcess.js';
-import { orgWithKey, serverEnv, startServerProcess, type ServerEnv, type ServerProcess } from './helpers/serverProcess.js';
+import { startServerProcess } from './helpers/serverProcess.js';
+import { suiteServer } from './helpers/suiteServer.js';
 
 /**
  * A bucket that accepts connections but never answers (s3rver stopped with SIGSTOP) must not hold
@@ -31,28 +32,23 @@ const dialect = 'postgres';
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with the S3 bucket stalled', () => {
   let s3: S3rverProcess;
-  let env: ServerEnv;
-  let server: ServerProcess;
-  let org: Awaited<ReturnType<typeof orgWithKey>>;
   const bucket = `stall-${randomBytes(4).toString('hex')}`;
-
   beforeAll(async () => {
     s3 = await S3rverProcess.start();
-    env = await serverEnv(dialect, { ...(await s3.newBucket(bucket)), DATABASE_POOL_SIZE: '1' });
-    org = await orgWithKey(env.env);
-    server = await startServerProcess(env);
   }, 120_000);
+  // Registered before the server, so stopped after it (vitest runs afterAll hooks last first).
   afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
     await s3?.stop();
-    await env?.dispose();
+  });
+  const suite = suiteServer(dialect, async () => ({ ...(await s3.newBucket(bucket)), DATABASE_POOL_SIZE: '1' }), {
+    org: true,
+    stopWith: 'SIGKILL',
   });
 
   const api = (path: string, init: RequestInit = {}) =>
-    timed(`${env.url}/api/v1${path}`, {
+    timed(`${suite.url}/api/v1${path}`, {
       ...init,
-      headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+      headers: { authorization: `Bearer ${suite.org.key}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
     });
   async function uploaded(name: string, bytes: string): Promise<string> {
     const reserved = await api('/files', {
@@ -115,9 +111,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with the S3 bucket s
     // (here: a restart, which runs one at once).
     expect((await timed(c.upload_url, { method: 'PUT', body: 'cccc' })).status).toBe(200);
     expect(await objectsOf(a)).toHaveLength(1);
-    server.child.kill('SIGTERM');
-    await server.exited;
-    server = await startServerProcess(env);
+    suite.server.child.kill('SIGTERM');
+    await suite.server.exited;
+    suite.server = await startServerProcess(suite.env);
     await expect.poll(() => objectsOf(a), { timeout: 15_000 }).toEqual([]);
     expect(await objectsOf(b)).toHaveLength(1);
   }, 180_000);
@@ -129,14 +125,14 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL with the S3 bucket s
       const deleting = api(`/files/${d}`, { method: 'DELETE' }).catch(() => null);
       // Committed: the file is gone from the API while its bytes wait for the stalled store.
       await expect.poll(async () => (await api(`/files/${d}`)).status, { timeout: QUICK_MS }).toBe(404);
-      server.child.kill('SIGKILL');
-      await server.exited;
+      suite.server.child.kill('SIGKILL');
+      await suite.server.exited;
       await deleting;
     } finally {
       await s3.restart();
     }
     expect(await objectsOf(d)).toHaveLength(1);
-    server = await startServerProcess(env);
+    suite.server = await startServerProcess(suite.env);
     await expect.poll(() => objectsOf(d), { timeout: 15_000 }).toEqual([]);
   }, 120_000);
 });

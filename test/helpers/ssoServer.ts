@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { openDatabase, type Db } from '../../src/db/database.js';
+import type { Db } from '../../src/db/database.js';
 import { OPERATOR } from '../../src/domain/events/memberEvents.js';
 import { approveDomain } from '../../src/domain/identity/ssoDomains.js';
 import type { ServerEnv } from './serverProcess.js';
@@ -26,11 +26,6 @@ export function runCli(
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(stdin);
   });
-}
-
-/** The server's database, opened beside it for checks. */
-export function databaseOf(env: ServerEnv): Db {
-  return openDatabase({ databaseUrl: env.env.DATABASE_URL ?? null, dataDir: env.env.DATA_DIR! });
 }
 
 /**
