@@ -52,11 +52,13 @@ const holdersOf = new PreparedQuery<{ id: string; kind: string; value: string },
 
 /**
  * Who holds each email (lower-cased) and external id of the batch now, as one snapshot (see
- * holdersOf): one statement for the whole batch (at most MAX_BATCH items, batch.ts).
+ * holdersOf): one statement for the whole batch (at most MAX_BATCH items, batch.ts). The items'
+ * emails and external ids are distinct already (batch.ts's prepare refuses a second item about the
+ * same contact), so they are bound as they are.
  */
-async function holders(trx: Kysely<Database>, orgId: string, inputs: ContactInput[]) {
-  const emails = [...new Set(inputs.map((input) => input.email.toLowerCase()))];
-  const externalIds = [...new Set(inputs.flatMap((input) => (input.external_id == null ? [] : [input.external_id])))];
+async function holders(trx: Kysely<Database>, orgId: string, emails: string[], inputs: ContactInput[]) {
+  const externalIds: string[] = [];
+  for (const input of inputs) if (input.external_id != null) externalIds.push(input.external_id);
   const byEmail = new Map<string, string>();
   const byExternalId = new Map<string, string>();
   if (emails.length === 0) return { byEmail, byExternalId };
@@ -94,10 +96,14 @@ export async function planBatch(
   options: BatchOptions,
 ): Promise<BatchPlan> {
   const inputs = [...ready.values()];
-  const { byEmail, byExternalId } = await holders(trx, ctx.orgId, inputs);
+  // Each email lower-cased once, for the read and the plan.
+  const emails = inputs.map((input) => input.email.toLowerCase());
+  const { byEmail, byExternalId } = await holders(trx, ctx.orgId, emails, inputs);
   const labels = await knownLabels(trx, ctx.orgId, inputs);
   const plan: BatchPlan = { creates: [], updates: [], failed: new Map() };
+  let item = 0;
   for (const [index, input] of ready) {
+    const email = emails[item++]!;
     const unknown = (input.label_ids ?? []).flatMap((id, i) =>
       labels.has(id) ? [] : [{ field: `label_ids[${i}]`, message: `no label ${id} in this organisation` }],
     );
@@ -105,7 +111,7 @@ export async function planBatch(
       plan.failed.set(index, new ValidationError(unknown));
       continue;
     }
-    const emailHolder = byEmail.get(input.email.toLowerCase()) ?? null;
+    const emailHolder = byEmail.get(email) ?? null;
     const externalHolder = input.external_id == null ? null : (byExternalId.get(input.external_id) ?? null);
     const match = options.mode === 'upsert' ? (options.matchOn === 'email' ? emailHolder : externalHolder) : null;
     if (emailHolder !== null && emailHolder !== match) plan.failed.set(index, duplicateEmail(input.email, emailHolder));
