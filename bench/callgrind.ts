@@ -194,6 +194,22 @@ async function annotate(file: string, perf: PerfMap | null): Promise<Counted> {
   return counted;
 }
 
+/**
+ * A Node program run to its end under callgrind, counting all along: its instructions in all (a
+ * loop's, counted twice at two lengths by bench/floor.ts, floorWrites.ts and values.ts).
+ */
+export async function countedRun(out: string, nodeArgs: string[], env: NodeJS.ProcessEnv, valgrindArgs: string[] = []): Promise<number> {
+  await run(
+    'valgrind',
+    ['--tool=callgrind', ...valgrindArgs, `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', ...nodeArgs],
+    {
+      env,
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
+  return Number(/^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'))![1]);
+}
+
 export async function stop(proc: ServerProcess, seconds: number): Promise<void> {
   proc.child.kill('SIGTERM');
   const timer = setTimeout(() => proc.child.kill('SIGKILL'), seconds * 1000);

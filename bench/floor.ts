@@ -20,20 +20,17 @@
  *   (bench/callgrind.ts: warm-up, forced collections at the edges, compilers and major collections
  *   left out, empty windows taken out), one request at a time as bench:check sends them.
  */
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { ALL_SCOPES, makeHarness } from '../test/helpers/harness.js';
 import { freePort } from '../test/helpers/serverProcess.js';
 import { batchBody, createBody } from './bodies.js';
-import { startCountedScript } from './callgrind.js';
+import { countedRun, startCountedScript } from './callgrind.js';
 import { countRoutes, type CountedRoute, type RouteCount } from './countRoutes.js';
 import { recordStatements, type StatementCall } from './recordStatements.js';
 import { PART_NAMES, PARTS, record, replay, windowedReplay, type FloorTarget, type Part, type Recorded } from './floorWrites.js';
 
-const run = promisify(execFile);
 const TMP = path.join(import.meta.dirname, '.tmp', 'floor');
 const LOOPS_SHORT = 200;
 const LOOPS_LONG = 1200;
@@ -115,21 +112,9 @@ if (rows === 0) throw new Error('the page statement read no rows');
   );
   const count = async (loops: number) => {
     const out = path.join(TMP, `loop-${loops}.out`);
-    await run(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        '--smc-check=all-non-file',
-        `--callgrind-out-file=${out}`,
-        process.execPath,
-        '--single-threaded',
-        script,
-        String(loops),
-      ],
-      { env: { ...process.env, FLOOR_STATEMENT: JSON.stringify(statement) }, maxBuffer: 64 * 1024 * 1024 },
-    );
-    const total = /^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'));
-    return Number(total![1]);
+    return countedRun(out, [script, String(loops)], { ...process.env, FLOOR_STATEMENT: JSON.stringify(statement) }, [
+      '--smc-check=all-non-file',
+    ]);
   };
   const [short, long] = [await count(LOOPS_SHORT), await count(LOOPS_LONG)];
   return (long - short) / (LOOPS_LONG - LOOPS_SHORT);

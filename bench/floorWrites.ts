@@ -16,17 +16,14 @@
  *    request = the difference between a short and a long run ÷ the difference in requests (start-up,
  *    the file's parsing and the first runs cancel out).
  */
-import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { ALL_SCOPES, makeHarness } from '../test/helpers/harness.js';
 import { sqliteConnectionOf } from '../src/db/database.js';
 import { createBody, batchBody } from './bodies.js';
 import { recordStatements } from './recordStatements.js';
-
-const run = promisify(execFile);
+import { countedRun } from './callgrind.js';
 
 /** The parts of a request's writes, in the order the replay switches them on. */
 export const PARTS = ['contact', 'search', 'labels', 'event', 'idempotency', 'log', 'other'] as const;
@@ -167,12 +164,7 @@ export async function replayRuns(recorded: Recorded, parts: readonly Part[], len
     const calls = path.join(dir, `replay-${tag}-${n}.json`);
     writeFileSync(calls, JSON.stringify({ file: copy, requests: recorded.requests, parts }));
     const out = path.join(dir, `replay-${tag}-${n}.out`);
-    await run(
-      'valgrind',
-      ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--hash-seed=20261126', script, String(n)],
-      { env: { ...process.env, FLOOR_CALLS: calls }, maxBuffer: 64 * 1024 * 1024 },
-    );
-    const total = Number(/^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'))![1]);
+    const total = await countedRun(out, ['--hash-seed=20261126', script, String(n)], { ...process.env, FLOOR_CALLS: calls });
     rmSync(copy, { force: true });
     return total;
   };

@@ -10,12 +10,10 @@
  * (100 a batch). The loop's first BATCHES_SHORT batches warm it: every function a contact calls is
  * past V8's top tier by then (10,000 calls), as in bench:check's windows.
  */
-import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { countedRun } from './callgrind.js';
 
-const run = promisify(execFile);
 const TMP = path.join(import.meta.dirname, '.tmp', 'values');
 const BATCHES_SHORT = 200;
 const BATCHES_LONG = 500;
@@ -30,27 +28,9 @@ const STAGES = [
   "the answer's text",
 ];
 
-async function count(stages: number, batches: number, dir: string): Promise<number> {
-  const out = path.join(dir, `s${stages}-b${batches}.out`);
-  await run(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      '--smc-check=all-non-file',
-      `--callgrind-out-file=${out}`,
-      process.execPath,
-      '--single-threaded',
-      '--import',
-      'tsx',
-      path.join(import.meta.dirname, 'valuesLoop.ts'),
-      String(stages),
-      String(batches),
-      String(BATCHES_LONG),
-    ],
-    { env: process.env, maxBuffer: 64 * 1024 * 1024 },
-  );
-  const total = /^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'));
-  return Number(total![1]);
+function count(stages: number, batches: number, dir: string): Promise<number> {
+  const loop = [path.join(import.meta.dirname, 'valuesLoop.ts'), String(stages), String(batches), String(BATCHES_LONG)];
+  return countedRun(path.join(dir, `s${stages}-b${batches}.out`), ['--import', 'tsx', ...loop], process.env, ['--smc-check=all-non-file']);
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-GB');
