@@ -135,7 +135,8 @@ export async function insertRowsSkippingTaken<T extends keyof Database & string>
   const inserted = new Set<string>();
   for (let start = 0; start < rows.length; start += ROWS) {
     const end = Math.min(rows.length, start + ROWS);
-    for (const row of await statement.execute(db, valuesOf(columns, rows, start, end), end - start)) inserted.add(row.id);
+    const made = await statement.execute(db, valuesOf(columns, rows, start, end), end - start);
+    for (let i = 0; i < made.length; i++) inserted.add(made[i]!.id);
   }
   return inserted;
 }

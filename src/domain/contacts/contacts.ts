@@ -188,10 +188,10 @@ async function writeContacts(
   if (links.length > 0) views = await toContactViews(trx, ctx.orgId, kept);
   else {
     views = [];
-    for (const row of kept) views.push(toContactView(row, []));
+    for (let i = 0; i < kept.length; i++) views.push(toContactView(kept[i]!, []));
   }
   const changes: { object: ContactView }[] = [];
-  for (const object of views) changes.push({ object });
+  for (let i = 0; i < views.length; i++) changes.push({ object: views[i]! });
   await recordEvents(trx, ctx, 'contact.created', changes);
   // Every row written (kept is rows): the views are the answer, in input order.
   if (!made) return views;

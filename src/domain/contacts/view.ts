@@ -127,7 +127,8 @@ export async function toContactViews(db: Kysely<Database>, orgId: string, rows: 
   for (let i = 0; i < rows.length; i++) values[i + 1] = rows[i]!.id;
   const links = await labelsOfContacts.execute(db, values, rows.length);
   const byContact = new Map<string, LabelView[]>();
-  for (const link of links) {
+  for (let i = 0; i < links.length; i++) {
+    const link = links[i]!;
     const label: LabelView = { object: 'label', id: link.id, name: link.name, created_at: link.created_at, updated_at: link.updated_at };
     const list = byContact.get(link.contact_id);
     if (list) list.push(label);
