@@ -126,8 +126,8 @@ export const ABLATIONS: Ablation[] = [
     replacements: [
       {
         file: 'src/domain/contacts/patch.ts',
-        find: 'return new Map((await toContactViews(trx, orgId, rows)).map((view) => [view.id, view]));',
-        replace: 'return new Map(rows.map((row) => [row.id, { ...toContactView(row, []) }]));',
+        find: 'const views = await toContactViews(trx, orgId, rows);',
+        replace: 'const views = rows.map((row) => toContactView(row, []));',
       },
       {
         file: 'src/domain/contacts/patch.ts',

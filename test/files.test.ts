@@ -81,9 +81,12 @@ afterAll(() => s3.close());
  * (RSS). The local store holds a few chunks. The S3 store holds up to three 5 MiB multipart parts
  * at once (the one in flight, the one being assembled, and its copy when assembled), whatever the
  * file's size (about 15 MiB, still short of the 20 that holding the file would show); the
- * allocator may keep such freed buffers in the RSS afterwards.
+ * allocator may keep such freed buffers in the RSS afterwards. The RSS moves with the heap too:
+ * the local store's grew 11.5 MiB on a machine busy with a CI run beside the tests (2026-11-29),
+ * so its bound is 15, still short of the 20 the file would add (the array buffers are the exact
+ * measure, and stay bounded at 10).
  */
-const MAX_HELD_MIB: Record<StoreKind, { peak: number; rss: number }> = { local: { peak: 10, rss: 10 }, s3: { peak: 18, rss: 25 } };
+const MAX_HELD_MIB: Record<StoreKind, { peak: number; rss: number }> = { local: { peak: 10, rss: 15 }, s3: { peak: 18, rss: 25 } };
 
 function fileSuite(dialect: (typeof DIALECTS)[number], store: StoreKind) {
   let h: Harness;
