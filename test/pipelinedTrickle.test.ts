@@ -19,7 +19,7 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () => {
   const suite = suiteServer('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS) }, { stopWith: 'SIGKILL' });
 
-  it('ten connections reading just fast enough do not hold tens of MB for many timeouts', async () => {
+  it('ten connections reading just fast enough are closed, not held for many timeouts', async () => {
     const pid = suite.server.child.pid!;
     for (let i = 0; i < 3; i++) await fetch(`${suite.url}/api/v1/openapi.json`).then((r) => r.arrayBuffer());
     await sleep(2000);
@@ -35,10 +35,8 @@ describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () 
           }),
       ),
     );
-    let closed = 0;
     for (const socket of sockets) {
       socket.pause();
-      socket.once('close', () => closed++);
       socket.write(OPENAPI.repeat(1400)); // one 64 KB read: ~330 MB of answers to take
     }
     // 512 KB a second each: on loopback a step of ~1.4 MB every ~3 s, inside the 4 s timeout.
@@ -54,10 +52,26 @@ describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () 
     await sleep(8 * SEND_SECONDS * 1000);
     const held = Math.round(rssMb(pid) - base);
     clearInterval(reader);
+    // Eight timeouts on, each client having taken under 5 % of what it asked for: has the server
+    // closed its connection? Each is read at full speed now: a closed one ends once the few MB
+    // the kernel still holds are read; an open one (keep-alive) never ends. (The RSS is shown,
+    // not asserted: it counts the garbage of the ~14,000 requests parsed, which the server's
+    // collector frees when it runs, later on a busy machine: 79 MB was seen with CI beside.)
+    const closed = await Promise.all(
+      sockets.map(
+        (socket) =>
+          new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(false), 15_000);
+            socket.once('close', () => {
+              clearTimeout(timer);
+              resolve(true);
+            });
+            socket.resume();
+          }),
+      ),
+    );
     for (const socket of sockets) socket.destroy();
-    // Eight timeouts on, with each client having taken under 5 % of what it asked for: either its
-    // connection is gone or what the ten hold is small.
-    expect({ closed, held, heldUnder40Mb: held < 40 }).toMatchObject({ heldUnder40Mb: true });
+    expect({ closed: closed.filter(Boolean).length, held }).toMatchObject({ closed: sockets.length });
   });
 
   it('answers every request of a client that pipelines up to a hundred behind the one answered', async () => {
