@@ -3,7 +3,18 @@ import { DIALECTS } from './helpers/harness.js';
 import { CookieJar } from './helpers/oidcProvider.js';
 import { cli } from './helpers/serverProcess.js';
 import { suiteServer } from './helpers/suiteServer.js';
-import { approveSsoDomains, consentToLink, startSso, passwordSignIn, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import {
+  approveSsoDomains,
+  consentToLink,
+  orgThroughCli,
+  passwordSignIn,
+  runCli,
+  sessionCookieOf,
+  ssoSet,
+  ssoSignIn,
+  startSso,
+  userIdOf,
+} from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -20,24 +31,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
   );
 
   const setSso = (extra: string[] = [], secret = suite.idp.clientSecret) =>
-    runCli(
-      suite.env.env,
-      [
-        'sso',
-        'set',
-        '--org',
-        orgId,
-        '--issuer',
-        suite.idp.issuer,
-        '--client-id',
-        suite.idp.clientId,
-        '--domains',
-        'acme.test,ACME-two.test',
-        ...extra,
-        '--json',
-      ],
-      `${secret}\n`,
-    );
+    ssoSet(suite.env, suite.idp, orgId, 'acme.test,ACME-two.test', extra, secret);
   const events = (type: string) =>
     suite.db.kysely
       .selectFrom('events')
@@ -45,22 +39,10 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
       .where('org_id', '=', orgId)
       .where('type', '=', type)
       .execute();
-  const userId = async (email: string) =>
-    (await suite.db.kysely.selectFrom('users').select('id').where('email_lower', '=', email).executeTakeFirst())?.id;
+  const userId = (email: string) => userIdOf(suite.db, email);
 
   beforeAll(async () => {
-    orgId = (
-      await cli<{ org: { id: string } }>(suite.env.env, [
-        'org',
-        'create',
-        '--name',
-        'Acme',
-        '--admin-email',
-        'boss@acme.test',
-        '--admin-password',
-        PASSWORD,
-      ])
-    ).org.id;
+    orgId = await orgThroughCli(suite.env.env, 'Acme', 'boss@acme.test', PASSWORD);
     for (const email of ['alice@acme.test', 'carol@acme.test']) {
       await cli(suite.env.env, ['users', 'add', '--org', orgId, '--email', email, '--password', PASSWORD, '--role', 'member']);
     }
@@ -124,18 +106,7 @@ describe.each(DIALECTS)('single sign-on on %s', { timeout: 180_000 }, (dialect) 
       expect(error.code).toBe('invalid_request');
       expect(error.message).toMatch(/^issuer: /);
     }
-    const other = (
-      await cli<{ org: { id: string } }>(suite.env.env, [
-        'org',
-        'create',
-        '--name',
-        'Other',
-        '--admin-email',
-        'o@other.test',
-        '--admin-password',
-        PASSWORD,
-      ])
-    ).org.id;
+    const other = await orgThroughCli(suite.env.env, 'Other', 'o@other.test', PASSWORD);
     const taken = await runCli(
       suite.env.env,
       ['sso', 'set', '--org', other, '--issuer', suite.idp.issuer, '--client-id', 'x', '--domains', 'other.test, Acme.test', '--json'],

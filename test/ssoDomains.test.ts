@@ -8,7 +8,18 @@ import { DIALECTS } from './helpers/harness.js';
 import { CookieJar } from './helpers/oidcProvider.js';
 import { cli } from './helpers/serverProcess.js';
 import { suiteServer } from './helpers/suiteServer.js';
-import { approveSsoDomains, passwordSignIn, runCli, sessionCookieOf, ssoSignIn, startSso } from './helpers/ssoServer.js';
+import {
+  approveSsoDomains,
+  orgThroughCli,
+  passwordSignIn,
+  runCli,
+  sessionCookieOf,
+  ssoSet,
+  ssoSignIn,
+  startSso,
+  userIdOf,
+  userThroughCli,
+} from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -36,40 +47,9 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
     startTimeout: 180_000,
   });
 
-  const newOrg = async (name: string, adminEmail: string) =>
-    (
-      await cli<{ org: { id: string } }>(suite.env.env, [
-        'org',
-        'create',
-        '--name',
-        name,
-        '--admin-email',
-        adminEmail,
-        '--admin-password',
-        PASSWORD,
-      ])
-    ).org.id;
-  const setSso = (orgId: string, domains: string, extra: string[] = []) =>
-    runCli(
-      suite.env.env,
-      [
-        'sso',
-        'set',
-        '--org',
-        orgId,
-        '--issuer',
-        suite.idp.issuer,
-        '--client-id',
-        suite.idp.clientId,
-        '--domains',
-        domains,
-        ...extra,
-        '--json',
-      ],
-      `${suite.idp.clientSecret}\n`,
-    );
-  const userId = async (email: string) =>
-    (await suite.db.kysely.selectFrom('users').select('id').where('email_lower', '=', email).executeTakeFirst())?.id;
+  const newOrg = (name: string, adminEmail: string) => orgThroughCli(suite.env.env, name, adminEmail, PASSWORD);
+  const setSso = (orgId: string, domains: string, extra: string[] = []) => ssoSet(suite.env, suite.idp, orgId, domains, extra);
+  const userId = (email: string) => userIdOf(suite.db, email);
   const claimOf = async (orgId: string, domain: string) => {
     const listed = await runCli(suite.env.env, ['sso', 'domains', 'list', '--org', orgId, '--json']);
     expect(listed.code, listed.stdout + listed.stderr).toBe(0);
@@ -251,18 +231,7 @@ describe.each(DIALECTS)('SSO domain verification on %s', { timeout: 180_000 }, (
         body: new URLSearchParams({ domain: 'victim.test' }).toString(),
       });
       expect(noCsrf.status).toBe(403);
-      await cli(suite.env.env, [
-        'users',
-        'add',
-        '--org',
-        victim,
-        '--email',
-        'member@victim.test',
-        '--password',
-        PASSWORD,
-        '--role',
-        'member',
-      ]);
+      await userThroughCli(suite.env.env, victim, 'member@victim.test', PASSWORD, 'member');
       const { jar: member } = await passwordSignIn(suite.url, 'member@victim.test', PASSWORD);
       const fromMember = await member.fetch(`${suite.url}/settings/security/sso/domains/verify`, {
         method: 'POST',

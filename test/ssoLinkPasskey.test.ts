@@ -5,7 +5,7 @@ import { CookieJar } from './helpers/oidcProvider.js';
 import { cli } from './helpers/serverProcess.js';
 import { suiteServer } from './helpers/suiteServer.js';
 import { SoftAuthenticator } from './helpers/softAuthenticator.js';
-import { configureSso, passwordSignIn, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import { configureSso, orgThroughCli, passwordSignIn, sessionCookieOf, ssoSignIn, userIdOf, userThroughCli } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 const csrfIn = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
@@ -26,21 +26,8 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
   );
 
   const unique = () => randomBase62(8).toLowerCase();
-  const makeOrg = async (name: string, adminEmail: string) =>
-    (
-      await cli<{ org: { id: string } }>(suite.env.env, [
-        'org',
-        'create',
-        '--name',
-        name,
-        '--admin-email',
-        adminEmail,
-        '--admin-password',
-        PASSWORD,
-      ])
-    ).org.id;
-  const userId = async (email: string) =>
-    (await suite.db.kysely.selectFrom('users').select('id').where('email_lower', '=', email.toLowerCase()).executeTakeFirst())!.id;
+  const makeOrg = (name: string, adminEmail: string) => orgThroughCli(suite.env.env, name, adminEmail, PASSWORD);
+  const userId = async (email: string) => (await userIdOf(suite.db, email))!;
   const json = (jar: CookieJar, url: string, body: Json, headers: Record<string, string> = {}) =>
     jar.fetch(`${suite.url}${url}`, {
       method: 'POST',
@@ -87,14 +74,8 @@ describe.each(DIALECTS)('a passkey as consent to link SSO on %s', { timeout: 240
     const id = await userId(email);
     const key = await withPasskey(email);
     const orgA = await makeOrg('SSO A', `admin-${unique()}@a.test`);
-    await configureSso(suite.env, {
-      orgId: orgA,
-      issuer: suite.idp.issuer,
-      clientId: suite.idp.clientId,
-      clientSecret: suite.idp.clientSecret,
-      domains: [domain],
-    });
-    await cli(suite.env.env, ['users', 'add', '--org', orgA, '--email', email, '--password', 'another password 1', '--role', 'member']);
+    await configureSso(suite.env, { orgId: orgA, provider: suite.idp, domains: [domain] });
+    await userThroughCli(suite.env.env, orgA, email, 'another password 1', 'member');
     const sub = `holder-${unique()}`;
     suite.idp.accounts.set(sub, { email, email_verified: true });
     return { email, id, key, orgA, sub };

@@ -8,7 +8,7 @@ import { CookieJar } from './helpers/oidcProvider.js';
 import { cli } from './helpers/serverProcess.js';
 import { suiteServer } from './helpers/suiteServer.js';
 import { SoftAuthenticator } from './helpers/softAuthenticator.js';
-import { configureSso, runCli, sessionCookieOf, ssoSignIn } from './helpers/ssoServer.js';
+import { configureSso, orgThroughCli, runCli, sessionCookieOf, ssoSignIn, userIdOf, userThroughCli } from './helpers/ssoServer.js';
 
 const PASSWORD = 'correct horse battery';
 const csrfIn = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
@@ -39,21 +39,8 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
   });
 
   const unique = () => randomBase62(8).toLowerCase();
-  const makeOrg = async (name: string, adminEmail: string) =>
-    (
-      await cli<{ org: { id: string } }>(suite.env.env, [
-        'org',
-        'create',
-        '--name',
-        name,
-        '--admin-email',
-        adminEmail,
-        '--admin-password',
-        PASSWORD,
-      ])
-    ).org.id;
-  const userId = async (email: string) =>
-    (await suite.db.kysely.selectFrom('users').select('id').where('email_lower', '=', email.toLowerCase()).executeTakeFirst())?.id;
+  const makeOrg = (name: string, adminEmail: string) => orgThroughCli(suite.env.env, name, adminEmail, PASSWORD);
+  const userId = (email: string) => userIdOf(suite.db, email);
   const enrolTotp = async (id: string) => {
     const secret = newTotpSecret();
     const at = nowIso(new Date());
@@ -67,14 +54,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
   /** The attacker's organisation A with their provider on the victim's domain. */
   const attackerOrg = async (domain: string, autoJoin: 'member' | 'off' = 'off') => {
     const orgA = await makeOrg('Attacker A', `attacker-${unique()}@evil.test`);
-    await configureSso(suite.env, {
-      orgId: orgA,
-      issuer: suite.idp.issuer,
-      clientId: suite.idp.clientId,
-      clientSecret: suite.idp.clientSecret,
-      domains: [domain],
-      autoJoin,
-    });
+    await configureSso(suite.env, { orgId: orgA, provider: suite.idp, domains: [domain], autoJoin });
     return orgA;
   };
   const failures = async (id: string) =>
@@ -199,18 +179,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const domain = `v${unique()}.test`;
     const victim = await victimInB(domain);
     const orgA = await attackerOrg(domain);
-    await cli(suite.env.env, [
-      'users',
-      'add',
-      '--org',
-      orgA,
-      '--email',
-      victim.email,
-      '--password',
-      'any other password',
-      '--role',
-      'member',
-    ]);
+    await userThroughCli(suite.env.env, orgA, victim.email, 'any other password', 'member');
     const sub = `evil-${unique()}`;
     suite.idp.accounts.set(sub, { email: victim.email, email_verified: true });
 
@@ -241,18 +210,7 @@ describe.each(DIALECTS)('SSO trust boundaries on %s', { timeout: 240_000 }, (dia
     const domain = `v${unique()}.test`;
     const victim = await victimInB(domain);
     const orgA = await attackerOrg(domain);
-    await cli(suite.env.env, [
-      'users',
-      'add',
-      '--org',
-      orgA,
-      '--email',
-      victim.email,
-      '--password',
-      'any other password',
-      '--role',
-      'member',
-    ]);
+    await userThroughCli(suite.env.env, orgA, victim.email, 'any other password', 'member');
     const sub = `shared-${unique()}`;
     suite.idp.accounts.set(sub, { email: victim.email, email_verified: true });
     // The victim's own first SSO sign-in: she proves the account (password + code) and it links.

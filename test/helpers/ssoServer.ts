@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Db } from '../../src/db/database.js';
 import { OPERATOR } from '../../src/domain/events/memberEvents.js';
 import { approveDomain } from '../../src/domain/identity/ssoDomains.js';
-import type { ServerEnv } from './serverProcess.js';
+import { cli, type ServerEnv } from './serverProcess.js';
 import { CookieJar, authorizeAt } from './oidcProvider.js';
 import { csrfIn } from './signInForm.js';
 import { cliEntry } from './cliEntry.js';
@@ -113,21 +113,40 @@ export async function configureSso(
   env: ServerEnv,
   options: {
     orgId: string;
-    issuer: string;
-    clientId: string;
-    clientSecret: string;
+    provider: SsoProvider;
     domains: string[];
     autoJoin?: 'member' | 'off';
     require?: boolean;
   },
 ): Promise<void> {
-  const args = ['sso', 'set', '--org', options.orgId, '--issuer', options.issuer, '--client-id', options.clientId];
-  args.push('--domains', options.domains.join(','), '--auto-join', options.autoJoin ?? 'off');
-  if (options.require) args.push('--require');
-  const set = await runCli(env.env, [...args, '--json'], `${options.clientSecret}\n`);
+  const extra = ['--auto-join', options.autoJoin ?? 'off', ...(options.require ? ['--require'] : [])];
+  const set = await ssoSet(env, options.provider, options.orgId, options.domains.join(','), extra);
   if (set.code !== 0) throw new Error(`sso set failed: ${set.stdout}${set.stderr}`);
   // Rule 9: the domains do nothing until verified; the operator approves them here.
   await approveSsoDomains(env, options.orgId, options.domains);
+}
+
+/** The OpenID provider an organisation signs in with, as `orgdata sso set` is given it. */
+export interface SsoProvider {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+/**
+ * `orgdata sso set` for `orgId` with `provider` and `domains` (comma-separated), `extra` options
+ * before `--json`, the client secret on standard input: the command's exit code and output.
+ */
+export function ssoSet(
+  env: ServerEnv,
+  provider: SsoProvider,
+  orgId: string,
+  domains: string,
+  extra: string[] = [],
+  secret = provider.clientSecret,
+) {
+  const args = ['sso', 'set', '--org', orgId, '--issuer', provider.issuer, '--client-id', provider.clientId, '--domains', domains];
+  return runCli(env.env, [...args, ...extra, '--json'], `${secret}\n`);
 }
 
 /**
@@ -143,4 +162,35 @@ export async function consentToLink(base: string, jar: CookieJar, password: stri
     headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
     body: new URLSearchParams({ _csrf: csrf, password, ...(code ? { code } : {}) }).toString(),
   });
+}
+
+/** An organisation made through the operator CLI (`orgdata org create`), its admin signing in with `password`: its id. */
+export async function orgThroughCli(env: Record<string, string>, name: string, adminEmail: string, password: string): Promise<string> {
+  const made = await cli<{ org: { id: string } }>(env, [
+    'org',
+    'create',
+    '--name',
+    name,
+    '--admin-email',
+    adminEmail,
+    '--admin-password',
+    password,
+  ]);
+  return made.org.id;
+}
+
+/** A person added to an organisation through the operator CLI (`orgdata users add`). */
+export async function userThroughCli(
+  env: Record<string, string>,
+  orgId: string,
+  email: string,
+  password: string,
+  role: 'admin' | 'member',
+): Promise<void> {
+  await cli(env, ['users', 'add', '--org', orgId, '--email', email, '--password', password, '--role', role]);
+}
+
+/** The id of the user with this email (compared lower-cased), if there is one. */
+export async function userIdOf(db: Db, email: string): Promise<string | undefined> {
+  return (await db.kysely.selectFrom('users').select('id').where('email_lower', '=', email.toLowerCase()).executeTakeFirst())?.id;
 }
