@@ -2,7 +2,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { ErrorCode } from './errorCodes.js';
 import { attachCodeSamples } from './openapi/codeSamples.js';
 import { components } from './openapi/components.js';
-import { attachExamples } from './openapi/examples.js';
+import { attachExamples } from './openapi/attachExamples.js';
 import { edgeErrorsSection } from './openapi/errorResponses.js';
 import { operation } from './openapi/operation.js';
 import { API_PREFIX, type Documented, type ServedRoute } from './openapi/routes.js';
