@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { suiteServer } from './helpers/suiteServer.js';
+import { rssMb, trickleRead } from './helpers/trickleReader.js';
 
 /**
  * Review 9: SEND_TIMEOUT_SECONDS bounds how long a client that reads NOTHING holds its queued
@@ -13,7 +13,6 @@ import { suiteServer } from './helpers/suiteServer.js';
  */
 const SEND_SECONDS = 4;
 const OPENAPI = 'GET /api/v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n';
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 describe('pipelined answers: memory', { timeout: 120_000 }, () => {
   // A server of its own for each case: RSS a freed heap leaves behind would hide the next one's.
@@ -55,16 +54,10 @@ describe('pipelined answers: memory', { timeout: 120_000 }, () => {
     // 512 KB a second: on loopback the server sees a step of ~1.4 MB (a third of the send buffer)
     // every ~3 s, inside SEND_TIMEOUT_SECONDS=4. With the default 60 s that is ~23 KB/s; on a real
     // link, whose send buffer is smaller, a few KB/s.
-    const reader = setInterval(() => {
-      for (let taken = 0; taken < 65_536 && socket.readableLength > 0;) {
-        const chunk = socket.read(Math.min(65_536 - taken, socket.readableLength)) as Buffer | null;
-        if (chunk === null) break;
-        taken += chunk.length;
-      }
-    }, 125);
+    const stopReading = trickleRead([socket]);
     await sleep(8 * SEND_SECONDS * 1000);
     const held = rssMb(suite.server.child.pid!) - base;
-    clearInterval(reader);
+    stopReading();
     socket.destroy();
     // Either the connection was closed (its answers freed) or what it holds is small.
     expect({ closed, heldMbOver50: held > 50, held: Math.round(held) }).toMatchObject({ heldMbOver50: false });

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { suiteServer } from './helpers/suiteServer.js';
+import { rssMb, trickleRead } from './helpers/trickleReader.js';
 
 /**
  * Review 9: a connection holds every request it pipelined (Node parses a whole 64 KB read: ~1,400
@@ -14,7 +14,6 @@ import { suiteServer } from './helpers/suiteServer.js';
  */
 const SEND_SECONDS = 4;
 const OPENAPI = 'GET /api/v1/openapi.json HTTP/1.1\r\nHost: a\r\n\r\n';
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () => {
   const suite = suiteServer('sqlite', { SEND_TIMEOUT_SECONDS: String(SEND_SECONDS) }, { stopWith: 'SIGKILL' });
@@ -40,18 +39,10 @@ describe('pipelined requests held by trickle readers', { timeout: 120_000 }, () 
       socket.write(OPENAPI.repeat(1400)); // one 64 KB read: ~330 MB of answers to take
     }
     // 512 KB a second each: on loopback a step of ~1.4 MB every ~3 s, inside the 4 s timeout.
-    const reader = setInterval(() => {
-      for (const socket of sockets) {
-        for (let taken = 0; taken < 65_536 && socket.readableLength > 0;) {
-          const chunk = socket.read(Math.min(65_536 - taken, socket.readableLength)) as Buffer | null;
-          if (chunk === null) break;
-          taken += chunk.length;
-        }
-      }
-    }, 125);
+    const stopReading = trickleRead(sockets);
     await sleep(8 * SEND_SECONDS * 1000);
     const held = Math.round(rssMb(pid) - base);
-    clearInterval(reader);
+    stopReading();
     // Eight timeouts on, each client having taken under 5 % of what it asked for: has the server
     // closed its connection? Each is read at full speed now: a closed one ends once the few MB
     // the kernel still holds are read; an open one (keep-alive) never ends. (The RSS is shown,
