@@ -103,8 +103,8 @@ export const ABLATIONS: Ablation[] = [
     replacements: [
       {
         file: 'src/http/routes/contacts.ts',
-        find: 'if (checkItem(item)) return { input: item as ContactCreate };',
-        replace: 'if ((item as unknown) !== undefined || checkItem(item)) return { input: item as ContactCreate };',
+        find: 'if (checkItem(item)) {',
+        replace: 'if ((item as unknown) !== undefined || checkItem(item)) {',
       },
     ],
   },

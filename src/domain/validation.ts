@@ -126,7 +126,8 @@ function emailIsValid(value: string): boolean {
     return false;
   const labels = domain.split('.');
   if (labels.length < 2) return false;
-  return labels.every((label) => LABEL.test(label)) && !/^\d+$/.test(labels[labels.length - 1] ?? '');
+  for (let i = 0; i < labels.length; i++) if (!LABEL.test(labels[i]!)) return false;
+  return !/^\d+$/.test(labels[labels.length - 1] ?? '');
 }
 
 /**

@@ -41,20 +41,27 @@ function prepare(items: BatchItem[], options: BatchOptions): Prepared {
   const failed = new Map<number, ServiceError>();
   const emails = new Map<string, number>();
   const externalIds = new Map<string, number>();
-  items.forEach((item, index) => {
-    if ('error' in item) return void failed.set(index, item.error);
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index]!;
+    if ('error' in item) {
+      failed.set(index, item.error);
+      continue;
+    }
     const input = withNormalEmail(item.input);
     const errors = contactFieldErrors(input);
     if (options.mode === 'upsert' && options.matchOn === 'external_id' && input.external_id == null) {
       errors.push({ field: 'external_id', message: 'is required to match on external_id' });
     }
-    if (errors.length > 0) return void failed.set(index, new ValidationError(errors));
+    if (errors.length > 0) {
+      failed.set(index, new ValidationError(errors));
+      continue;
+    }
     // Two items about the same contact (same email, or same external id) would race each other
     // within the batch: the later one is refused, whatever the first one's outcome.
     const email = input.email.toLowerCase();
     const earlier = emails.get(email) ?? (input.external_id != null ? externalIds.get(input.external_id) : undefined);
     if (earlier !== undefined) {
-      return void failed.set(
+      failed.set(
         index,
         new UnprocessableError(
           `Item ${earlier} of this batch is about the same contact (same email or external_id).`,
@@ -62,11 +69,12 @@ function prepare(items: BatchItem[], options: BatchOptions): Prepared {
           'duplicate_in_batch',
         ),
       );
+      continue;
     }
     emails.set(email, index);
     if (input.external_id != null) externalIds.set(input.external_id, index);
     ready.set(index, input);
-  });
+  }
   return { ready, failed };
 }
 

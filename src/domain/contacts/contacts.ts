@@ -155,11 +155,12 @@ async function writeContacts(
     inputs = inputs.map(withNormalEmail);
     inputs.forEach(checkFields);
   }
-  await checkLabelIds(
-    trx,
-    ctx.orgId,
-    inputs.flatMap((input) => input.label_ids ?? []),
-  );
+  const labelIds: string[] = [];
+  for (let i = 0; i < inputs.length; i++) {
+    const ids = inputs[i]!.label_ids;
+    if (ids) for (let j = 0; j < ids.length; j++) labelIds.push(ids[j]!);
+  }
+  await checkLabelIds(trx, ctx.orgId, labelIds);
   const at = nowIso(ctx.now);
   const rows: ReturnType<typeof newContactRow>[] = [];
   for (let i = 0; i < inputs.length; i++) rows.push(newContactRow(inputs[i]!, ids?.[i] ?? newId('con'), ctx.orgId, sourceType, at));
@@ -195,8 +196,11 @@ async function writeContacts(
   await recordEvents(trx, ctx, 'contact.created', changes);
   // Every row written (kept is rows): the views are the answer, in input order.
   if (!made) return views;
-  const byId = new Map(views.map((view) => [view.id, view]));
-  return rows.map((row) => byId.get(row.id) ?? null);
+  const byId = new Map<string, ContactView>();
+  for (let i = 0; i < views.length; i++) byId.set(views[i]!.id, views[i]!);
+  const answers: (ContactView | null)[] = [];
+  for (let i = 0; i < rows.length; i++) answers.push(byId.get(rows[i]!.id) ?? null);
+  return answers;
 }
 
 export async function createContact(ctx: Ctx, given: ContactInput, sourceType: SourceType): Promise<ContactView> {

@@ -49,14 +49,21 @@ function metadataFilter(query: Record<string, unknown>): { key: string; value: s
 const checkItem = compileBodyValidator(ContactCreate);
 
 function batchItems(contacts: unknown[]): BatchItem[] {
-  return contacts.map((item, index) => {
-    if (checkItem(item)) return { input: item as ContactCreate };
+  // An indexed loop: a callback made at each call ran in V8's baseline tier (issue 46).
+  const items: BatchItem[] = [];
+  for (let index = 0; index < contacts.length; index++) {
+    const item = contacts[index];
+    if (checkItem(item)) {
+      items.push({ input: item as ContactCreate });
+      continue;
+    }
     const errors = fieldErrorsOf(checkItem.errors ?? [], 'body').map((e) => ({
       field: e.field === 'body' ? `contacts[${index}]` : `contacts[${index}].${e.field}`,
       message: e.message,
     }));
-    return { error: new ValidationError(errors, `The item is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}.`) };
-  });
+    items.push({ error: new ValidationError(errors, `The item is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}.`) });
+  }
+  return items;
 }
 
 /** A failed item's problem names its place in the batch: `contacts[3].email`, and `index`. */
@@ -148,18 +155,16 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
       const { ctx, textOf } = answeringBatch(request, db);
       try {
         const outcomes = await batchContacts(ctx, batchItems(body.contacts), options);
-        return batchAnswer(
-          outcomes.map((outcome) =>
+        const answered: Parameters<typeof batchAnswer>[0] = [];
+        for (let i = 0; i < outcomes.length; i++) {
+          const outcome = outcomes[i]!;
+          answered.push(
             'contact' in outcome
               ? outcome
-              : {
-                  index: outcome.index,
-                  status: statusOf(outcome.error),
-                  error: itemProblem(outcome.error, outcome.index, docsUrl, request.id),
-                },
-          ),
-          textOf,
-        );
+              : { index: outcome.index, status: statusOf(outcome.error), error: itemProblem(outcome.error, outcome.index, docsUrl, request.id) },
+          );
+        }
+        return batchAnswer(answered, textOf);
       } catch (error) {
         if (!(error instanceof BatchItemFailed)) throw error;
         const { index, error: cause } = error;
