@@ -82,7 +82,7 @@ export const COMPILER_FUNCTION =
   /v8::internal::(compiler|maglev|baseline|interpreter)::|v8::internal::(Compiler|Zone|Assembler|RelocIterator|Deoptimizer|Parser|ParserBase|PreParser|Scanner|Scope|DeclarationScope|AstNodeFactory|SourcePositionTableBuilder|OptimizedCompilationInfo)\b|CompilationJob|PerfBasicLogger|CodeEventLogger/;
 
 /** A perf map (`--perf-basic-prof`): JIT code's address ranges and their functions. */
-class PerfMap {
+export class PerfMap {
   private starts: number[] = [];
   private entries: { start: number; end: number; name: string }[] = [];
   constructor(file: string | null) {

@@ -38,10 +38,11 @@
  * 7 minutes for create on the 2-core machine, 5 for batch-upsert. BENCH_FUNCTIONS=1: the
  * rungs' functions are named (V8's perf map) and each rung prints the functions that grew most over
  * the rung below (self cost a request or contact over all windows, as bench/budget.ts takes it: its
- * file keeps those over 200 a unit); BENCH_APP=0 leaves the app rung out.
+ * file keeps those over 200 a unit), and BENCH_FUNCTIONS_FILE=F writes every rung's functions to F
+ * (JSON); BENCH_APP=0 leaves the app rung out.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, orgWithKey, serverEnv, startServerProcess } from '../test/helpers/serverProcess.js';
 import { bodyOf, type LadderTarget } from './bodies.js';
@@ -271,6 +272,11 @@ try {
   if (FUNCTIONS) {
     const steps = RUNGS.map((rung) => ({ name: rung.name, functions: rungs.get(rung.name)!.functions }));
     if (appRung) steps.push({ name: 'app', functions: appRung.functions });
+    // Every rung's functions, whole, for an account by function beyond the 40 printed (BENCH_FUNCTIONS_FILE).
+    if (process.env.BENCH_FUNCTIONS_FILE) {
+      const whole = Object.fromEntries(steps.map((step) => [step.name, Object.fromEntries(step.functions)]));
+      writeFileSync(process.env.BENCH_FUNCTIONS_FILE, JSON.stringify(whole));
+    }
     for (let i = 1; i < steps.length; i++) {
       const [lower, upper] = [steps[i - 1]!.functions, steps[i]!.functions];
       const names = new Set([...lower.keys(), ...upper.keys()]);
