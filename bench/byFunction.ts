@@ -24,7 +24,9 @@ const held = attributeFiles(files, path.join(dir, 'perf.map'));
 const fmt = (n: number) => Math.round(n).toLocaleString('en-GB');
 const rows = [...held].map(([name, spent]) => [name, total(spent) / units] as const).sort((a, b) => b[1] - a[1]);
 const sum = (kind: Kind) => rows.filter(([name]) => kindOf(name) === kind).reduce((s, [, cost]) => s + cost, 0);
-console.log(`${files.length} dumps of ${dir}, a unit of ${fmt(units)}: ${fmt(rows.reduce((s, [, cost]) => s + cost, 0))} instructions a unit`);
+console.log(
+  `${files.length} dumps of ${dir}, a unit of ${fmt(units)}: ${fmt(rows.reduce((s, [, cost]) => s + cost, 0))} instructions a unit`,
+);
 console.log(`  JavaScript with the builtins it called ${fmt(sum('js'))}, SQLite and better-sqlite3's native code ${fmt(sum('sqlite'))},`);
 console.log(
   `  the garbage collector ${fmt(sum('gc'))}, V8's compilers ${fmt(sum('compiler'))}, left without a JavaScript caller ${fmt(sum('other'))}`,
@@ -62,22 +64,34 @@ const GROUPS: [string, RegExp][] = [
   ["V8's compilers (left out of bench:check's figures)", /CompileLazy|InstructionStream::Relocate|ZoneVector/],
   ['the garbage collector (young generation)', /^$/],
   ["idempotency: the body's canonical JSON, its SHA-256, the claim and the stored answer", /idempotency|hashDigest|canonicalJson/],
-  ['the request log, metrics, the key, rate limits, timers', /requestLog|requestSeries|metrics|prom-client|pino|authenticate|apiKeys|rateLimit|bodyTimeout|pipelining|routeOf|sendTimeout|tokenBucket|scopes\.js/],
+  [
+    'the request log, metrics, the key, rate limits, timers',
+    /requestLog|requestSeries|metrics|prom-client|pino|authenticate|apiKeys|rateLimit|bodyTimeout|pipelining|routeOf|sendTimeout|tokenBucket|scopes\.js/,
+  ],
   ['strict JSON: repeated and __proto__ keys refused', /dist\/domain\/json\.js|jsonBody/],
-  ["prepare: each item's stored email (NFC, the domain's IDNA form), the batch's own duplicates", /'?prepare dist\/domain\/contacts\/batch\.js/],
+  [
+    "prepare: each item's stored email (NFC, the domain's IDNA form), the batch's own duplicates",
+    /'?prepare dist\/domain\/contacts\/batch\.js/,
+  ],
   ["each item checked against ContactCreate's schema (Ajv) and answered on its own", /^'?validate\d+ |ucs2length|batchItems|ajv/],
-  ["the contacts' JSON (once, for the events and the answer) and the answer", /^'?anonymous\d+ |fast-json-stringify|batchAnswer|SerializedAnswer|routes\/contacts/],
+  [
+    "the contacts' JSON (once, for the events and the answer) and the answer",
+    /^'?anonymous\d+ |fast-json-stringify|batchAnswer|SerializedAnswer|routes\/contacts/,
+  ],
   ["the events: each one's id, row and data", /events\/record\.js/],
   ["the field checks: lengths, characters, the email's form", /validation\.js|contactFieldErrors|metadataFieldErrors|metadata\.js/],
   [
-    "the values: ids, times, rows, stored email, search text, changed columns, views",
+    'the values: ids, times, rows, stored email, search text, changed columns, views',
     /contactChange|searchText|newContactRow|ids\.js|'?written dist\/domain\/contacts\/patch|contacts\/view\.js|withNormalEmail|updateRows|contacts\/input\.js/,
   ],
   [
     "the batch's plan and writes: the holders' and matches' maps, insert order, taken rows, outcomes, statements bound",
     /contacts\/batch|contacts\/patch|contacts\/contacts|dist\/db\/|kysely|better-sqlite3|^' $/,
   ],
-  ['HTTP, Fastify, the body parsed, Node (the bare server does these too)', /fastify|find-my-way|node:|JsonParse|Libuv|uv_|toad-cache|http\/context|requestEdge/],
+  [
+    'HTTP, Fastify, the body parsed, Node (the bare server does these too)',
+    /fastify|find-my-way|node:|JsonParse|Libuv|uv_|toad-cache|http\/context|requestEdge/,
+  ],
 ];
 if (process.env.BY_FUNCTION_GROUPS === '1') {
   const sums = new Map<string, number>();
@@ -86,7 +100,13 @@ if (process.env.BY_FUNCTION_GROUPS === '1') {
     const [name, cost] = row;
     const kind = kindOf(name);
     const group =
-      kind === 'sqlite' ? GROUPS[0]![0] : kind === 'compiler' ? GROUPS[1]![0] : kind === 'gc' ? GROUPS[2]![0] : GROUPS.find(([, re]) => re.test(name))?.[0];
+      kind === 'sqlite'
+        ? GROUPS[0]![0]
+        : kind === 'compiler'
+          ? GROUPS[1]![0]
+          : kind === 'gc'
+            ? GROUPS[2]![0]
+            : GROUPS.find(([, re]) => re.test(name))?.[0];
     if (group) sums.set(group, (sums.get(group) ?? 0) + cost);
     else if (cost > 0) unmatched.push(row);
   }

@@ -61,7 +61,9 @@ function batchItems(contacts: unknown[]): BatchItem[] {
       field: e.field === 'body' ? `contacts[${index}]` : `contacts[${index}].${e.field}`,
       message: e.message,
     }));
-    items.push({ error: new ValidationError(errors, `The item is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}.`) });
+    items.push({
+      error: new ValidationError(errors, `The item is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}.`),
+    });
   }
   return items;
 }
@@ -161,7 +163,11 @@ export const contactRoutes: FastifyPluginAsyncTypebox<ApiDeps> = async (app, { d
           answered.push(
             'contact' in outcome
               ? outcome
-              : { index: outcome.index, status: statusOf(outcome.error), error: itemProblem(outcome.error, outcome.index, docsUrl, request.id) },
+              : {
+                  index: outcome.index,
+                  status: statusOf(outcome.error),
+                  error: itemProblem(outcome.error, outcome.index, docsUrl, request.id),
+                },
           );
         }
         return batchAnswer(answered, textOf);
