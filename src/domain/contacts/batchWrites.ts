@@ -25,6 +25,9 @@ export class BatchItemFailed extends Error {
   }
 }
 
+const byKey = (a: { key: string }, b: { key: string }) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+const ascending = (a: number, b: number) => a - b;
+
 /** A batch's answers being gathered, one per item; an atomic batch stops at its first failure. */
 export class BatchAnswers {
   readonly outcomes: BatchOutcome[];
@@ -42,7 +45,7 @@ export class BatchAnswers {
 
   /** These items failed: answered in item order, an atomic batch failing on the first (by position). */
   fail(failed: Map<number, ServiceError>): void {
-    for (const index of [...failed.keys()].sort((a, b) => a - b)) {
+    for (const index of [...failed.keys()].sort(ascending)) {
       if (this.atomic) throw new BatchItemFailed(index, failed.get(index)!);
       this.outcomes[index] = { index, error: failed.get(index)! };
     }
@@ -73,13 +76,10 @@ async function undoneOnError<T>(trx: Kysely<Database>, write: () => Promise<T>):
   }
 }
 
-// The functions below a batch calls once, with indexed loops and comparators of the module's own:
-// callbacks made at each call that take their arguments apart (`([index, input]) => …`) ran in
-// V8's baseline tier, stepping an array iterator for each destructured argument (~4,000
+// The functions below, which a batch calls once, use indexed loops and comparators of the module's
+// own: callbacks made at each call that take their arguments apart (`([index, input]) => …`) ran
+// in V8's baseline tier, stepping an array iterator for each destructured argument (~4,000
 // instructions a contact in all, bench/byFunction.ts; issue 46).
-
-const byKey = (a: { key: string }, b: { key: string }) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
-const ascending = (a: number, b: number) => a - b;
 
 /** The items in the order of their lower-cased emails, each lower-cased once (not at every comparison). */
 function byEmail(items: [number, ContactInput][]): [number, ContactInput][] {
